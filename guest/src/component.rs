@@ -1,0 +1,134 @@
+//! The component glue: the WIT exports call the tools, with the WIT imports as the ports.
+//! Nothing here decides anything; it only forwards.
+
+// `export!` expands to the canonical-ABI entry points, which are `unsafe extern` functions.
+#![allow(unsafe_code)]
+
+use crate::api::{self, Guest};
+use crate::bindings::scratchpad::mcp::storage::{self, FileState};
+use crate::bindings::scratchpad::mcp::summariser::{self, SummaryRequest};
+use crate::names::{AgentId, FilePath, Prefix};
+use crate::ports::{Storage, Summariser};
+use crate::tools;
+use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage};
+
+/// The imports, seen as the ports.
+struct Imports;
+
+impl Storage for Imports {
+    fn stat_file(&self, a: &AgentId, p: &FilePath) -> Result<Option<FileState>, StorageError> {
+        storage::stat_file(a.as_str(), p.as_str())
+    }
+    fn read_version(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+    ) -> Result<Option<String>, StorageError> {
+        storage::read_version(a.as_str(), p.as_str(), v)
+    }
+    fn put_version(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+        content: &str,
+    ) -> Result<(), StorageError> {
+        storage::put_version(a.as_str(), p.as_str(), v, content)
+    }
+    fn prune_versions(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        keep_from: u64,
+    ) -> Result<(), StorageError> {
+        storage::prune_versions(a.as_str(), p.as_str(), keep_from)
+    }
+    fn delete_file(&self, a: &AgentId, p: &FilePath) -> Result<bool, StorageError> {
+        storage::delete_file(a.as_str(), p.as_str())
+    }
+    fn list_files(&self, a: &AgentId, prefix: &Prefix) -> Result<Vec<FileMeta>, StorageError> {
+        storage::list_files(a.as_str(), prefix.as_str())
+    }
+    fn append_log(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        e: &LogValue,
+        bytes: u64,
+    ) -> Result<u64, StorageError> {
+        storage::append_log(a.as_str(), p.as_str(), e, bytes)
+    }
+    fn read_log(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<LogEntry>, StorageError> {
+        storage::read_log(a.as_str(), p.as_str(), after, limit)
+    }
+    fn get_usage(&self, a: &AgentId) -> Result<Usage, StorageError> {
+        storage::get_usage(a.as_str())
+    }
+    fn cached_summary(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+        model: &str,
+    ) -> Result<Option<String>, StorageError> {
+        storage::cached_summary(a.as_str(), p.as_str(), v, model)
+    }
+    fn put_summary(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+        model: &str,
+        summary: &str,
+    ) -> Result<(), StorageError> {
+        storage::put_summary(a.as_str(), p.as_str(), v, model, summary)
+    }
+}
+
+impl Summariser for Imports {
+    fn model(&self) -> String {
+        summariser::model()
+    }
+    fn summarise(&self, request: &SummaryRequest) -> Result<String, SummariserError> {
+        summariser::summarise(request)
+    }
+}
+
+/// The exported component.
+struct Component;
+
+impl Guest for Component {
+    fn write_file(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
+        tools::write_file(&Imports, r)
+    }
+    fn read_file(r: api::ReadFileRequest) -> Result<api::ReadFileResult, ToolError> {
+        tools::read_file(&Imports, r)
+    }
+    fn append_log(r: api::AppendLogRequest) -> Result<api::AppendLogResult, ToolError> {
+        tools::append_log(&Imports, r)
+    }
+    fn read_log(r: api::ReadLogRequest) -> Result<api::LogPage, ToolError> {
+        tools::read_log(&Imports, r)
+    }
+    fn list_files(r: api::ListFilesRequest) -> Result<Vec<FileMeta>, ToolError> {
+        tools::list_files(&Imports, r)
+    }
+    fn delete_file(r: api::DeleteFileRequest) -> Result<api::DeleteFileResult, ToolError> {
+        tools::delete_file(&Imports, r)
+    }
+    fn summarize_file(r: api::SummarizeFileRequest) -> Result<api::SummarizeFileResult, ToolError> {
+        tools::summarize_file(&Imports, &Imports, r)
+    }
+    fn get_usage_stats(agent_id: String) -> Result<api::UsageStats, ToolError> {
+        tools::get_usage_stats(&Imports, &agent_id)
+    }
+}
+
+crate::bindings::export!(Component with_types_in crate::bindings);

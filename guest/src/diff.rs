@@ -1,0 +1,318 @@
+//! Line diffs that lose nothing and spend few tokens.
+//!
+//! Content is split on `\n` only, so `\r` and a trailing newline are part of the lines and
+//! `apply(old, diff(old, new))` gives back `new` byte for byte. The compact form keeps
+//! [`DIFF_CONTEXT_LINES`] unchanged lines beside each change and replaces longer unchanged
+//! runs by a `skip` chunk that says how many lines it leaves out and where they start, so a
+//! caller holding the old version can still rebuild the new one exactly.
+
+use crate::api::{DiffChunk, SkippedLines};
+use crate::limits::{DIFF_CONTEXT_LINES, DIFF_DEADLINE, DIFF_MIN_SKIPPED_LINES};
+use similar::{Algorithm, DiffOp, capture_diff_slices_deadline};
+use std::fmt;
+use std::time::Instant;
+
+/// Which form of diff to return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// Every line of every chunk.
+    Full,
+    /// Long unchanged runs left out as `skip` chunks.
+    Compact,
+}
+
+/// The lines of `text`: split on `\n` only. `join("\n")` gives `text` back.
+pub fn lines(text: &str) -> Vec<&str> {
+    text.split('\n').collect()
+}
+
+/// The chunks that turn `old` into `new`, in order. Two equal texts give one `equal`
+/// chunk (or one `skip` in the compact form).
+pub fn diff(old: &str, new: &str, form: Form) -> Vec<DiffChunk> {
+    let (old_lines, new_lines) = (lines(old), lines(new));
+    let deadline = Instant::now().checked_add(DIFF_DEADLINE);
+    let ops = capture_diff_slices_deadline(Algorithm::Myers, &old_lines, &new_lines, deadline);
+    let owned = |slice: &[&str]| slice.iter().map(|l| (*l).to_owned()).collect::<Vec<_>>();
+    let last = ops.len().saturating_sub(1);
+    let mut chunks = Vec::with_capacity(ops.len() + 2);
+    for (i, op) in ops.iter().enumerate() {
+        let (old_range, new_range) = (op.old_range(), op.new_range());
+        match *op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => {
+                let head = if i == 0 { 0 } else { DIFF_CONTEXT_LINES };
+                let tail = if i == last { 0 } else { DIFF_CONTEXT_LINES };
+                if form == Form::Full || len < head + tail + DIFF_MIN_SKIPPED_LINES {
+                    chunks.push(DiffChunk::Equal(owned(&old_lines[old_range])));
+                    continue;
+                }
+                if head > 0 {
+                    chunks.push(DiffChunk::Equal(owned(&old_lines[old_index..][..head])));
+                }
+                chunks.push(DiffChunk::Skip(SkippedLines {
+                    count: line_number(len - head - tail),
+                    old_line: line_number(old_index + head + 1),
+                    new_line: line_number(new_index + head + 1),
+                }));
+                if tail > 0 {
+                    chunks.push(DiffChunk::Equal(owned(
+                        &old_lines[old_index + len - tail..][..tail],
+                    )));
+                }
+            }
+            DiffOp::Delete { .. } => chunks.push(DiffChunk::Remove(owned(&old_lines[old_range]))),
+            DiffOp::Insert { .. } => chunks.push(DiffChunk::Add(owned(&new_lines[new_range]))),
+            DiffOp::Replace { .. } => {
+                chunks.push(DiffChunk::Remove(owned(&old_lines[old_range])));
+                chunks.push(DiffChunk::Add(owned(&new_lines[new_range])));
+            }
+        }
+    }
+    chunks
+}
+
+/// Line counts and numbers fit `u32`: content is at most 1 MiB, so at most 2^20 + 1 lines.
+fn line_number(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Why chunks could not be applied to a text: they were made from another text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApplyError {
+    /// The index of the chunk that did not fit.
+    pub chunk: usize,
+    /// What did not fit.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "chunk {} does not apply: {}", self.chunk, self.reason)
+    }
+}
+
+impl std::error::Error for ApplyError {}
+
+/// Rebuilds the new text from the old one and the chunks of either form: what a caller does
+/// with a `read_file` diff. No chunks means no change.
+pub fn apply(old: &str, chunks: &[DiffChunk]) -> Result<String, ApplyError> {
+    if chunks.is_empty() {
+        return Ok(old.to_owned());
+    }
+    let old_lines = lines(old);
+    let mut at = 0;
+    let mut out: Vec<&str> = Vec::with_capacity(old_lines.len());
+    for (chunk, c) in chunks.iter().enumerate() {
+        let fail = |reason| ApplyError { chunk, reason };
+        match c {
+            DiffChunk::Equal(lines) | DiffChunk::Remove(lines) => {
+                let end = at + lines.len();
+                if old_lines.get(at..end)
+                    != Some(&lines.iter().map(String::as_str).collect::<Vec<_>>()[..])
+                {
+                    return Err(fail("its lines are not the old text's lines at that point"));
+                }
+                if matches!(c, DiffChunk::Equal(_)) {
+                    out.extend_from_slice(&old_lines[at..end]);
+                }
+                at = end;
+            }
+            DiffChunk::Add(lines) => out.extend(lines.iter().map(String::as_str)),
+            DiffChunk::Skip(s) => {
+                if s.old_line as usize != at + 1 || s.new_line as usize != out.len() + 1 {
+                    return Err(fail("its line numbers are not where the diff has got to"));
+                }
+                let end = at + s.count as usize;
+                let skipped = old_lines
+                    .get(at..end)
+                    .ok_or_else(|| fail("it skips past the end"))?;
+                out.extend_from_slice(skipped);
+                at = end;
+            }
+        }
+    }
+    if at != old_lines.len() {
+        return Err(ApplyError {
+            chunk: chunks.len(),
+            reason: "the chunks end before the old text does",
+        });
+    }
+    Ok(out.join("\n"))
+}
+
+/// About how many bytes a JSON rendering of `chunks` takes: exact for the lines, close for
+/// the framing. Compared with [`encoded_len`] of the content to decide whether a diff saves
+/// anything at all.
+pub fn encoded_chunks_len(chunks: &[DiffChunk]) -> usize {
+    const LINES_FRAME: usize = r#"{"op":"remove","lines":[]},"#.len();
+    const SKIP_FRAME: usize = r#"{"op":"skip","count":,"old_line":,"new_line":},"#.len() + 3 * 7;
+    chunks
+        .iter()
+        .map(|c| match c {
+            DiffChunk::Equal(lines) | DiffChunk::Remove(lines) | DiffChunk::Add(lines) => {
+                LINES_FRAME + lines.iter().map(|l| encoded_len(l) + 1).sum::<usize>()
+            }
+            DiffChunk::Skip(_) => SKIP_FRAME,
+        })
+        .sum()
+}
+
+/// The length of `text` as a JSON string, quotes and escapes included.
+pub fn encoded_len(text: &str) -> usize {
+    2 + text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if c < ' ' => 6,
+            c => c.len_utf8(),
+        })
+        .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[test]
+    fn seed_shape_for_a_small_change() {
+        let chunks = diff("a\nb\nc", "a\nB\nc", Form::Full);
+        assert_eq!(
+            chunks,
+            vec![
+                DiffChunk::Equal(vec!["a".into()]),
+                DiffChunk::Remove(vec!["b".into()]),
+                DiffChunk::Add(vec!["B".into()]),
+                DiffChunk::Equal(vec!["c".into()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn compact_skips_long_runs_and_says_where() {
+        let old = numbered(100);
+        let new = old.replace("line 50\n", "line fifty\n");
+        let chunks = diff(&old, &new, Form::Compact);
+        let skip = |count, line| {
+            DiffChunk::Skip(SkippedLines {
+                count,
+                old_line: line,
+                new_line: line,
+            })
+        };
+        let eq = |from: usize, to: usize| {
+            DiffChunk::Equal((from..=to).map(|i| format!("line {i}")).collect())
+        };
+        assert_eq!(
+            chunks,
+            vec![
+                skip(46, 1),
+                eq(47, 49),
+                DiffChunk::Remove(vec!["line 50".into()]),
+                DiffChunk::Add(vec!["line fifty".into()]),
+                eq(51, 53),
+                // lines 54..=100 and the empty line after the final newline
+                skip(48, 54),
+            ]
+        );
+        assert_eq!(apply(&old, &chunks).unwrap(), new);
+        assert!(
+            encoded_chunks_len(&chunks) * 2 < encoded_len(&new),
+            "a third of the bytes or less"
+        );
+    }
+
+    #[test]
+    fn short_unchanged_runs_stay_whole() {
+        let chunks = diff(
+            "a\nb\nc\nd\ne\nf\ng\nh",
+            "A\nb\nc\nd\ne\nf\ng\nH",
+            Form::Compact,
+        );
+        assert!(!chunks.iter().any(|c| matches!(c, DiffChunk::Skip(_))));
+    }
+
+    #[test]
+    fn trailing_newline_and_carriage_returns_are_lines_too() {
+        for (old, new) in [
+            ("a\n", "a"),
+            ("a", "a\n"),
+            ("a\r\nb", "a\nb"),
+            ("", "\n"),
+            ("x", ""),
+        ] {
+            for form in [Form::Full, Form::Compact] {
+                assert_eq!(
+                    apply(old, &diff(old, new, form)).unwrap(),
+                    new,
+                    "{old:?} -> {new:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn apply_refuses_chunks_of_another_text() {
+        let chunks = diff("a\nb", "a\nc", Form::Full);
+        assert_eq!(apply("z\nb", &chunks).unwrap_err().chunk, 0);
+        assert_eq!(
+            apply("a\nb\nextra", &chunks).unwrap_err().chunk,
+            chunks.len()
+        );
+        let compact = diff(&numbered(20), &numbered(21), Form::Compact);
+        assert!(apply(&numbered(10), &compact).is_err());
+    }
+
+    #[test]
+    fn json_length_counts_escapes() {
+        assert_eq!(encoded_len(""), 2);
+        assert_eq!(encoded_len("a\"b\n"), 2 + 1 + 2 + 1 + 2);
+        assert_eq!(encoded_len("\u{1}"), 8);
+        assert_eq!(encoded_len("\u{e9}"), 4);
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        // Few distinct lines so that random pairs share runs, plus \r and trailing newlines.
+        let line = prop_oneof!["a", "b", "c", "d\r", "", "é ü", "\"q\""];
+        (prop::collection::vec(line, 0..60), any::<bool>()).prop_map(|(lines, trailing)| {
+            let mut text = lines.join("\n");
+            if trailing {
+                text.push('\n');
+            }
+            text
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5c2a_7c4d), ..ProptestConfig::default() })]
+
+        #[test]
+        fn applying_either_form_rebuilds_the_new_text(old in text(), new in text()) {
+            prop_assert_eq!(apply(&old, &diff(&old, &new, Form::Full)).unwrap(), new.clone());
+            prop_assert_eq!(apply(&old, &diff(&old, &new, Form::Compact)).unwrap(), new);
+        }
+
+        #[test]
+        fn full_form_holds_every_line_of_both(old in text(), new in text()) {
+            let chunks = diff(&old, &new, Form::Full);
+            let (mut was, mut now) = (Vec::new(), Vec::new());
+            for c in &chunks {
+                match c {
+                    DiffChunk::Equal(l) => { was.extend(l.clone()); now.extend(l.clone()); }
+                    DiffChunk::Remove(l) => was.extend(l.clone()),
+                    DiffChunk::Add(l) => now.extend(l.clone()),
+                    DiffChunk::Skip(_) => prop_assert!(false, "full form never skips"),
+                }
+            }
+            prop_assert_eq!(was.join("\n"), old);
+            prop_assert_eq!(now.join("\n"), new);
+        }
+    }
+}

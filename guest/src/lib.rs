@@ -1,0 +1,43 @@
+//! The tool logic of scratchpad-mcp: every rule, and no side effects.
+//!
+//! This crate compiles to a `wasm32-wasip2` component that exports the `tools` interface of
+//! `wit/scratchpad.wit`, and natively, so the same logic is unit-tested and benchmarked
+//! without wasm. It owns no clock, file, socket or database: everything stateful comes through
+//! the [`Storage`] and [`Summariser`] ports, which the component implements with the WIT
+//! imports and the tests implement in memory.
+//!
+//! Map:
+//! - [`limits`]: every limit and quota, one named constant each.
+//! - [`names`]: agent ids, paths and prefixes, parsed once at the boundary.
+//! - [`diff`]: lossless line diffs with `similar`, compacted for tokens, and their inverse.
+//! - [`ports`]: the storage and summariser the logic runs against.
+//! - [`tools`]: the eight tools, one function each.
+//! - `component` (wasm only): binds the tools to the WIT exports and the ports to the imports.
+
+pub mod diff;
+pub mod limits;
+pub mod names;
+pub mod ports;
+pub mod tools;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+#[cfg(test)]
+mod memory;
+
+/// The types generated from `wit/scratchpad.wit`, shared by the logic and the component glue.
+#[allow(missing_docs, unsafe_code, clippy::all)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "scratchpad",
+        additional_derives: [PartialEq, Eq],
+    });
+}
+
+pub use bindings::exports::scratchpad::mcp::tools as api;
+pub use bindings::scratchpad::mcp::types::{
+    FileMeta, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage,
+};
+pub use ports::{Storage, Summariser};

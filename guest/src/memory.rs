@@ -1,0 +1,327 @@
+//! In-memory ports for the unit tests: a store that keeps its counters the way the host's
+//! SQLite store does, and a scripted model that counts its requests.
+
+use crate::bindings::scratchpad::mcp::storage::{FileState, VersionInfo};
+use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
+use crate::names::{AgentId, FilePath, Prefix};
+use crate::ports::{Storage, Summariser};
+use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, Usage};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+
+const NOW: &str = "2026-11-30T00:00:00.000Z";
+
+#[derive(Default)]
+struct File {
+    last_version: u64,
+    versions: BTreeMap<u64, String>,
+}
+
+#[derive(Default)]
+struct Data {
+    files: BTreeMap<(String, String), File>,
+    logs: BTreeMap<(String, String), Vec<LogEntry>>,
+    usage: BTreeMap<String, Usage>,
+    summaries: BTreeMap<(String, String, u64, String), String>,
+}
+
+/// A store in memory.
+#[derive(Default)]
+pub struct Memory {
+    data: RefCell<Data>,
+    calls: Cell<usize>,
+}
+
+fn zero() -> Usage {
+    Usage {
+        total_bytes: 0,
+        file_count: 0,
+        log_entry_count: 0,
+        total_operations: 0,
+    }
+}
+
+impl Memory {
+    fn key(a: &AgentId, p: &FilePath) -> (String, String) {
+        (a.as_str().to_owned(), p.as_str().to_owned())
+    }
+
+    fn touch(&self) -> std::cell::RefMut<'_, Data> {
+        self.calls.set(self.calls.get() + 1);
+        self.data.borrow_mut()
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls.get()
+    }
+
+    pub fn kept_versions(&self, agent: &str, path: &str) -> Vec<u64> {
+        let data = self.data.borrow();
+        data.files[&(agent.to_owned(), path.to_owned())]
+            .versions
+            .keys()
+            .copied()
+            .collect()
+    }
+
+    pub fn usage_of(&self, agent: &str) -> Usage {
+        self.data
+            .borrow()
+            .usage
+            .get(agent)
+            .copied()
+            .unwrap_or_else(zero)
+    }
+
+    pub fn set_total_bytes(&self, agent: &str, bytes: u64) {
+        self.data
+            .borrow_mut()
+            .usage
+            .entry(agent.into())
+            .or_insert_with(zero)
+            .total_bytes = bytes;
+    }
+
+    pub fn set_log_entry_count(&self, agent: &str, count: u64) {
+        let mut data = self.data.borrow_mut();
+        data.usage
+            .entry(agent.into())
+            .or_insert_with(zero)
+            .log_entry_count = count;
+    }
+}
+
+impl Storage for Memory {
+    fn stat_file(&self, a: &AgentId, p: &FilePath) -> Result<Option<FileState>, StorageError> {
+        let data = self.touch();
+        Ok(data.files.get(&Self::key(a, p)).map(|f| FileState {
+            last_version: f.last_version,
+            kept: f
+                .versions
+                .iter()
+                .map(|(v, c)| VersionInfo {
+                    version: *v,
+                    bytes: c.len() as u64,
+                    created_at: NOW.into(),
+                })
+                .collect(),
+        }))
+    }
+
+    fn read_version(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+    ) -> Result<Option<String>, StorageError> {
+        let data = self.touch();
+        Ok(data
+            .files
+            .get(&Self::key(a, p))
+            .and_then(|f| f.versions.get(&v).cloned()))
+    }
+
+    fn put_version(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+        content: &str,
+    ) -> Result<(), StorageError> {
+        let mut data = self.touch();
+        let file = data.files.entry(Self::key(a, p)).or_default();
+        let new_file = file.versions.is_empty();
+        file.last_version = v;
+        file.versions.insert(v, content.to_owned());
+        let usage = data.usage.entry(a.as_str().into()).or_insert_with(zero);
+        usage.total_bytes += content.len() as u64;
+        usage.file_count += u64::from(new_file);
+        Ok(())
+    }
+
+    fn prune_versions(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        keep_from: u64,
+    ) -> Result<(), StorageError> {
+        let mut data = self.touch();
+        let file = data
+            .files
+            .get_mut(&Self::key(a, p))
+            .expect("pruned file exists");
+        let kept = file.versions.split_off(&keep_from);
+        let freed: usize = file.versions.values().map(String::len).sum();
+        file.versions = kept;
+        data.usage
+            .get_mut(a.as_str())
+            .expect("usage exists")
+            .total_bytes -= freed as u64;
+        Ok(())
+    }
+
+    fn delete_file(&self, a: &AgentId, p: &FilePath) -> Result<bool, StorageError> {
+        let mut data = self.touch();
+        let Some(file) = data.files.get_mut(&Self::key(a, p)) else {
+            return Ok(false);
+        };
+        let freed: usize = file.versions.values().map(String::len).sum();
+        let existed = !file.versions.is_empty();
+        file.versions.clear();
+        if existed {
+            let usage = data.usage.get_mut(a.as_str()).expect("usage exists");
+            usage.total_bytes -= freed as u64;
+            usage.file_count -= 1;
+        }
+        Ok(existed)
+    }
+
+    fn list_files(&self, a: &AgentId, prefix: &Prefix) -> Result<Vec<FileMeta>, StorageError> {
+        let data = self.touch();
+        Ok(data
+            .files
+            .iter()
+            .filter(|((agent, path), f)| {
+                agent == a.as_str() && path.starts_with(prefix.as_str()) && !f.versions.is_empty()
+            })
+            .map(|((_, path), f)| {
+                let (version, content) = f.versions.last_key_value().expect("not empty");
+                FileMeta {
+                    path: path.clone(),
+                    version: *version,
+                    bytes: content.len() as u64,
+                    updated_at: NOW.into(),
+                }
+            })
+            .collect())
+    }
+
+    fn append_log(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        e: &LogValue,
+        bytes: u64,
+    ) -> Result<u64, StorageError> {
+        let mut data = self.touch();
+        let log = data.logs.entry(Self::key(a, p)).or_default();
+        let id = log.len() as u64 + 1;
+        log.push(LogEntry {
+            id,
+            entry: e.clone(),
+            created_at: NOW.into(),
+        });
+        let usage = data.usage.entry(a.as_str().into()).or_insert_with(zero);
+        usage.total_bytes += bytes;
+        usage.log_entry_count += 1;
+        Ok(id)
+    }
+
+    fn read_log(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<LogEntry>, StorageError> {
+        let data = self.touch();
+        Ok(data
+            .logs
+            .get(&Self::key(a, p))
+            .map(|log| {
+                log.iter()
+                    .filter(|e| e.id > after)
+                    .take(limit as usize)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn get_usage(&self, a: &AgentId) -> Result<Usage, StorageError> {
+        self.calls.set(self.calls.get() + 1);
+        Ok(self.usage_of(a.as_str()))
+    }
+
+    fn cached_summary(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+        model: &str,
+    ) -> Result<Option<String>, StorageError> {
+        let data = self.touch();
+        let key = (
+            a.as_str().to_owned(),
+            p.as_str().to_owned(),
+            v,
+            model.to_owned(),
+        );
+        Ok(data.summaries.get(&key).cloned())
+    }
+
+    fn put_summary(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        v: u64,
+        model: &str,
+        summary: &str,
+    ) -> Result<(), StorageError> {
+        let mut data = self.touch();
+        let key = (
+            a.as_str().to_owned(),
+            p.as_str().to_owned(),
+            v,
+            model.to_owned(),
+        );
+        data.summaries.insert(key, summary.to_owned());
+        Ok(())
+    }
+}
+
+/// A model that gives one scripted answer and counts how often it was asked.
+pub struct ScriptedModel {
+    name: String,
+    answer: Result<String, SummariserError>,
+    requests: Cell<usize>,
+}
+
+impl ScriptedModel {
+    pub fn answering(summary: &str) -> Self {
+        Self {
+            name: "test-model".into(),
+            answer: Ok(summary.into()),
+            requests: Cell::new(0),
+        }
+    }
+
+    pub fn failing(error: SummariserError) -> Self {
+        Self {
+            answer: Err(error),
+            ..Self::answering("")
+        }
+    }
+
+    pub fn named(self, name: &str) -> Self {
+        Self {
+            name: name.into(),
+            ..self
+        }
+    }
+
+    pub fn requests(&self) -> usize {
+        self.requests.get()
+    }
+}
+
+impl Summariser for ScriptedModel {
+    fn model(&self) -> String {
+        self.name.clone()
+    }
+
+    fn summarise(&self, _: &SummaryRequest) -> Result<String, SummariserError> {
+        self.requests.set(self.requests.get() + 1);
+        self.answer.clone()
+    }
+}

@@ -1,0 +1,89 @@
+//! The two ports the logic runs against: a transactional store and a summariser.
+//!
+//! They mirror the `storage` and `summariser` imports of the WIT one to one. In the component
+//! they are the imports themselves; in native tests they are in-memory fakes. Every storage
+//! method names the agent: the embedder checks it is the agent of the call.
+
+use crate::bindings::scratchpad::mcp::storage::FileState;
+use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
+use crate::names::{AgentId, FilePath, Prefix};
+use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, Usage};
+
+/// What the tools need from storage. Every call is part of the tool call's transaction.
+pub trait Storage {
+    /// The state of a path, or none if the agent never wrote it.
+    fn stat_file(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+    ) -> Result<Option<FileState>, StorageError>;
+    /// The content of a kept version.
+    fn read_version(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        version: u64,
+    ) -> Result<Option<String>, StorageError>;
+    /// Stores a new current version.
+    fn put_version(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        version: u64,
+        content: &str,
+    ) -> Result<(), StorageError>;
+    /// Drops the versions numbered below `keep_from`.
+    fn prune_versions(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        keep_from: u64,
+    ) -> Result<(), StorageError>;
+    /// Deletes a file, keeping its last version number.
+    fn delete_file(&self, agent: &AgentId, path: &FilePath) -> Result<bool, StorageError>;
+    /// The agent's files under a prefix, sorted by path.
+    fn list_files(&self, agent: &AgentId, prefix: &Prefix) -> Result<Vec<FileMeta>, StorageError>;
+    /// Appends a log entry; returns its id.
+    fn append_log(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        entry: &LogValue,
+        bytes: u64,
+    ) -> Result<u64, StorageError>;
+    /// Log entries after an id, oldest first.
+    fn read_log(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<LogEntry>, StorageError>;
+    /// The agent's usage counters.
+    fn get_usage(&self, agent: &AgentId) -> Result<Usage, StorageError>;
+    /// A cached summary of one version by one model.
+    fn cached_summary(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        version: u64,
+        model: &str,
+    ) -> Result<Option<String>, StorageError>;
+    /// Caches a summary of one version by one model.
+    fn put_summary(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        version: u64,
+        model: &str,
+        summary: &str,
+    ) -> Result<(), StorageError>;
+}
+
+/// The model that writes summaries.
+pub trait Summariser {
+    /// The configured model's name; summaries are cached per model.
+    fn model(&self) -> String;
+    /// Asks the model for a summary.
+    fn summarise(&self, request: &SummaryRequest) -> Result<String, SummariserError>;
+}

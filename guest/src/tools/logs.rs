@@ -1,0 +1,154 @@
+//! Append-only logs, read back a page at a time with a cursor.
+
+use crate::LogValue;
+use crate::ToolError;
+use crate::api::{AppendLogRequest, AppendLogResult, LogPage, ReadLogRequest};
+use crate::limits::{LOG_PAGE_SIZE, MAX_LOG_ENTRIES, MAX_LOG_ENTRY_BYTES, MAX_TOTAL_BYTES};
+use crate::names::{AgentId, FilePath};
+use crate::ports::Storage;
+
+/// The size an entry counts for: a string's UTF-8 bytes, any other value's compact JSON.
+pub fn entry_bytes(entry: &LogValue) -> u64 {
+    match entry {
+        LogValue::Text(text) | LogValue::Json(text) => text.len() as u64,
+    }
+}
+
+/// Appends one entry; entries are never changed afterwards.
+pub fn append_log(s: &impl Storage, r: AppendLogRequest) -> Result<AppendLogResult, ToolError> {
+    let agent = AgentId::parse(&r.agent_id)?;
+    let path = FilePath::parse(&r.path)?;
+    let bytes = entry_bytes(&r.entry);
+    if bytes > MAX_LOG_ENTRY_BYTES {
+        return Err(ToolError::InvalidArgument(format!(
+            "log entry is {bytes} bytes; the limit for one entry is {MAX_LOG_ENTRY_BYTES} bytes"
+        )));
+    }
+    let usage = s.get_usage(&agent)?;
+    if usage.log_entry_count >= MAX_LOG_ENTRIES {
+        return Err(ToolError::QuotaExceeded(format!(
+            "agent {agent} has {} log entries; the quota is {MAX_LOG_ENTRIES} entries",
+            usage.log_entry_count
+        )));
+    }
+    let total = usage.total_bytes + bytes;
+    if total > MAX_TOTAL_BYTES {
+        return Err(ToolError::QuotaExceeded(format!(
+            "appending {bytes} bytes would bring agent {agent} to {total} bytes stored; the quota is {MAX_TOTAL_BYTES} bytes"
+        )));
+    }
+    let entry_id = s.append_log(&agent, &path, &r.entry, bytes)?;
+    Ok(AppendLogResult {
+        path: r.path,
+        entry_id,
+    })
+}
+
+/// One page of entries after the cursor, oldest first. An unknown log reads as empty.
+pub fn read_log(s: &impl Storage, r: ReadLogRequest) -> Result<LogPage, ToolError> {
+    let agent = AgentId::parse(&r.agent_id)?;
+    let path = FilePath::parse(&r.path)?;
+    let after = r.since_entry.unwrap_or(0);
+    // One entry more than a page tells whether another page follows.
+    let mut entries = s.read_log(&agent, &path, after, LOG_PAGE_SIZE + 1)?;
+    let has_more = entries.len() > LOG_PAGE_SIZE as usize;
+    entries.truncate(LOG_PAGE_SIZE as usize);
+    let last_entry_id = entries.last().map_or(after, |e| e.id);
+    Ok(LogPage {
+        path: r.path,
+        entries,
+        has_more,
+        last_entry_id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Memory;
+
+    fn append(s: &Memory, entry: LogValue) -> Result<u64, ToolError> {
+        append_log(
+            s,
+            AppendLogRequest {
+                agent_id: "a".into(),
+                path: "log".into(),
+                entry,
+            },
+        )
+        .map(|r| r.entry_id)
+    }
+
+    fn page(s: &Memory, since: Option<u64>) -> LogPage {
+        read_log(
+            s,
+            ReadLogRequest {
+                agent_id: "a".into(),
+                path: "log".into(),
+                since_entry: since,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn cursor_pages_across_250_entries() {
+        let s = Memory::default();
+        for i in 1..=250 {
+            assert_eq!(append(&s, LogValue::Text(format!("e{i}"))).unwrap(), i);
+        }
+        let (mut cursor, mut seen, mut pages) = (None, Vec::new(), 0);
+        loop {
+            let p = page(&s, cursor);
+            pages += 1;
+            seen.extend(p.entries.iter().map(|e| e.id));
+            cursor = Some(p.last_entry_id);
+            if !p.has_more {
+                break;
+            }
+        }
+        assert_eq!(pages, 3);
+        assert_eq!(seen, (1..=250).collect::<Vec<_>>());
+        let past = page(&s, Some(250));
+        assert!(past.entries.is_empty() && !past.has_more);
+        assert_eq!(past.last_entry_id, 250, "an empty page keeps the cursor");
+    }
+
+    #[test]
+    fn exactly_one_page_has_no_more() {
+        let s = Memory::default();
+        for i in 0..100 {
+            append(&s, LogValue::Json(i.to_string())).unwrap();
+        }
+        let p = page(&s, None);
+        assert_eq!(
+            (p.entries.len(), p.has_more, p.last_entry_id),
+            (100, false, 100)
+        );
+    }
+
+    #[test]
+    fn entry_size_at_n_and_n_plus_one_in_utf8_bytes() {
+        let s = Memory::default();
+        let limit = MAX_LOG_ENTRY_BYTES as usize;
+        assert!(append(&s, LogValue::Text("ü".repeat(limit / 2))).is_ok());
+        assert_eq!(
+            append(&s, LogValue::Text(format!("{}x", "ü".repeat(limit / 2)))),
+            Err(ToolError::InvalidArgument(
+                "log entry is 65537 bytes; the limit for one entry is 65536 bytes".into()
+            ))
+        );
+        assert_eq!(s.usage_of("a").total_bytes, limit as u64);
+    }
+
+    #[test]
+    fn entry_quota_at_n_and_n_plus_one() {
+        let s = Memory::default();
+        s.set_log_entry_count("a", MAX_LOG_ENTRIES - 1);
+        assert!(append(&s, LogValue::Text("last".into())).is_ok());
+        assert!(matches!(
+            append(&s, LogValue::Text("over".into())),
+            Err(ToolError::QuotaExceeded(m)) if m.contains("100000 log entries")
+        ));
+    }
+}

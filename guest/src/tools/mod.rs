@@ -1,0 +1,25 @@
+//! The eight tools, one function each, grouped by what they own. Each parses its arguments
+//! first (a rejected call touches nothing), then works through the ports.
+
+mod files;
+mod logs;
+mod summary;
+mod usage;
+
+pub use files::{delete_file, list_files, read_file, write_file};
+pub use logs::{append_log, read_log};
+pub use summary::summarize_file;
+pub use usage::get_usage_stats;
+
+use crate::names::{AgentId, FilePath};
+use crate::{StorageError, ToolError};
+
+impl From<StorageError> for ToolError {
+    fn from(e: StorageError) -> Self {
+        ToolError::Storage(e)
+    }
+}
+
+fn not_found(agent: &AgentId, path: &FilePath) -> ToolError {
+    ToolError::NotFound(format!("no file at path {path} for agent {agent}"))
+}

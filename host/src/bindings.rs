@@ -1,0 +1,17 @@
+//! The host side of `wit/scratchpad.wit`. This is the only place `bindgen!` runs: every other
+//! module takes the generated types from here. Their documentation is the WIT's.
+
+#![allow(missing_docs)]
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "scratchpad",
+    additional_derives: [PartialEq],
+});
+
+pub use exports::scratchpad::mcp::tools::{self as api, Guest as Tools};
+pub use scratchpad::mcp::storage::{FileState, VersionInfo};
+pub use scratchpad::mcp::summariser::SummaryRequest;
+pub use scratchpad::mcp::types::{
+    FileMeta, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage,
+};

@@ -1,0 +1,52 @@
+//! scratchpad-mcp's host: the only part of the project with side effects.
+//!
+//! The tool logic is a WebAssembly component (`guest/`, embedded at build time); this crate
+//! runs it in wasmtime and gives it what it may not have itself: storage, a clock, a model.
+//!
+//! Map:
+//! - [`bindings`]: the host side of `wit/scratchpad.wit` (the only `bindgen!`).
+//! - [`sandbox`]: engine, limits, the compiled-component cache, one fresh instance per call.
+//! - [`imports`]: the WIT imports (`storage`, `summariser`) and the state of one call.
+//! - [`storage`]: the [`storage::Backend`] interface and its SQLite implementation.
+//! - [`summariser`]: Claude over the Anthropic Messages API.
+//! - [`service`]: one tool call, start to finish, as one transaction.
+//! - `tools`: MCP names, schemas and JSON shapes of the tools.
+//! - [`mcp`]: the MCP server (rmcp) over stdio.
+//! - [`settings`]: flags, environment and per-user defaults.
+
+pub mod bindings;
+pub mod imports;
+pub mod mcp;
+pub mod sandbox;
+pub mod service;
+pub mod settings;
+pub mod storage;
+pub mod summariser;
+mod tools;
+
+pub use service::{CallError, Service};
+pub use settings::Settings;
+
+use std::sync::Arc;
+
+/// Why the scratchpad could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The store could not be opened.
+    #[error(transparent)]
+    Store(#[from] storage::StoreError),
+    /// The component could not be loaded.
+    #[error(transparent)]
+    Sandbox(#[from] sandbox::SandboxError),
+}
+
+impl Service {
+    /// Opens the SQLite store and loads the component as `settings` say.
+    pub fn open(settings: &Settings) -> Result<Self, OpenError> {
+        let backend = storage::Sqlite::open(&settings.db)?;
+        let sandbox = sandbox::Sandbox::new(settings.cache_dir.as_deref())?;
+        let model =
+            summariser::SingleFlight::new(summariser::Anthropic::new(settings.anthropic.clone()));
+        Ok(Service::new(sandbox, Box::new(backend), Arc::new(model)))
+    }
+}

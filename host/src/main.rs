@@ -1,0 +1,69 @@
+//! The `scratchpad-mcp` command: serves MCP over stdio.
+//!
+//! stdout carries MCP messages only; every log line goes to stderr.
+
+use anyhow::Context;
+use clap::Parser;
+use scratchpad_mcp::mcp::McpServer;
+use scratchpad_mcp::{Service, Settings};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Persistent, token-efficient storage for AI agents, served over MCP (stdio).
+///
+/// Versioned files answered with line diffs, append-only logs read by cursor, and cached
+/// summaries of long files, each agent in its own namespace.
+///
+/// Environment: ANTHROPIC_API_KEY (only for summarize_file), ANTHROPIC_BASE_URL,
+/// SCRATCHPAD_SUMMARY_MODEL (default: claude-haiku-5-5).
+#[derive(Debug, Parser)]
+#[command(name = "scratchpad-mcp", version, about, long_about)]
+struct Cli {
+    /// The SQLite file [default: the per-user data folder, e.g. ~/.local/share/scratchpad-mcp/scratchpad.db]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "SCRATCHPAD_DB_PATH",
+        hide_env_values = true
+    )]
+    db: Option<PathBuf>,
+
+    /// Where the compiled tool logic is cached [default: the per-user cache folder]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "SCRATCHPAD_CACHE_DIR",
+        hide_env_values = true
+    )]
+    cache_dir: Option<PathBuf>,
+
+    /// What to log on stderr: error, warn, info, debug or trace
+    #[arg(
+        long,
+        value_name = "LEVEL",
+        env = "SCRATCHPAD_LOG",
+        default_value = "warn"
+    )]
+    log: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&cli.log)
+                .with_context(|| format!("--log {:?} is not a log level", cli.log))?,
+        )
+        .init();
+
+    let settings = Settings::resolve(cli.db, cli.cache_dir)?;
+    let service = tokio::task::spawn_blocking(move || {
+        Service::open(&settings)
+            .with_context(|| format!("cannot start with the store at {}", settings.db.display()))
+    })
+    .await??;
+    McpServer::new(Arc::new(service)).serve_stdio().await
+}

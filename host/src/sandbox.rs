@@ -1,0 +1,215 @@
+//! The sandbox the tool logic runs in: every wasmtime knob, in one place.
+//!
+//! Each tool call gets a fresh `Store` and instance of the guest component: nothing a call
+//! leaves in guest memory can reach the next call (another agent's, perhaps), and a trap
+//! costs only that call. The compiled component is cached on disk, keyed by its bytes and the
+//! engine's configuration, so a start does not pay for Cranelift again.
+
+use crate::bindings::{Scratchpad, ScratchpadPre};
+use crate::imports::CallState;
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
+
+/// The guest component, built from `guest/` by `build.rs`.
+pub const GUEST_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/scratchpad_guest.wasm"));
+
+/// Most linear memory one call's instance may use. The heaviest legal call, a diff of two
+/// 1 MiB files of one-character lines, holds both texts, two slices of 2^20 line references
+/// and the owned chunks: about 80 MiB. 256 MiB leaves room for allocator slack.
+pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
+
+/// How often the epoch ticks: the granularity of the time limit.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Most time one call may spend running guest code (time inside host imports, such as a
+/// database wait or the summariser's HTTP request, does not count). The heaviest legal call
+/// takes well under a second: the diff itself stops refining after 500 ms.
+pub const CPU_LIMIT: Duration = Duration::from_secs(5);
+
+/// Why a call could not complete inside the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The guest ran past [`CPU_LIMIT`].
+    #[error("the tool logic ran past its {}-second time limit", CPU_LIMIT.as_secs())]
+    TimeLimit,
+    /// The guest tried to grow past [`MEMORY_LIMIT`].
+    #[error("the tool logic ran out of its {} MiB memory limit", MEMORY_LIMIT >> 20)]
+    MemoryLimit,
+    /// Any other trap: a panic, an out-of-bounds access, a stack overflow.
+    #[error("the tool logic failed ({0})")]
+    Trap(String),
+    /// The component could not be compiled, loaded or instantiated.
+    #[error("the tool logic could not be loaded: {0}")]
+    Load(String),
+}
+
+impl SandboxError {
+    fn from_wasmtime(e: &wasmtime::Error) -> Self {
+        match e.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => SandboxError::TimeLimit,
+            Some(Trap::AllocationTooLarge) => SandboxError::MemoryLimit,
+            Some(trap) => SandboxError::Trap(trap.to_string()),
+            None if e.to_string().contains("forcing a memory growth failure") => {
+                SandboxError::MemoryLimit
+            }
+            None => SandboxError::Trap(e.root_cause().to_string()),
+        }
+    }
+}
+
+/// The engine, the pre-linked component, and the clock that bounds each call.
+pub struct Sandbox {
+    engine: Engine,
+    pre: ScratchpadPre<CallState>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Sandbox {
+    /// Loads the embedded guest component, from the compile cache in `cache_dir` when it
+    /// holds a copy compiled by this engine configuration.
+    pub fn new(cache_dir: Option<&Path>) -> Result<Self, SandboxError> {
+        Self::with_component(GUEST_COMPONENT, cache_dir)
+    }
+
+    /// Loads another build of the component (tests use hostile ones).
+    pub fn with_component(wasm: &[u8], cache_dir: Option<&Path>) -> Result<Self, SandboxError> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).map_err(|e| SandboxError::Load(e.to_string()))?;
+        let component = load(&engine, wasm, cache_dir)?;
+        let mut linker = Linker::<CallState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .and_then(|()| Scratchpad::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s))
+            .map_err(|e| SandboxError::Load(e.to_string()))?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .and_then(ScratchpadPre::new)
+            .map_err(|e| SandboxError::Load(e.to_string()))?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let (ticking, stop) = (engine.clone(), Arc::clone(&ticker_stop));
+        thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    thread::sleep(EPOCH_TICK);
+                    ticking.increment_epoch();
+                }
+            })
+            .map_err(|e| SandboxError::Load(e.to_string()))?;
+        Ok(Self {
+            engine,
+            pre,
+            ticker_stop,
+        })
+    }
+
+    /// Runs one call against a fresh instance. Returns the call's state back with the
+    /// result, so the caller can commit or roll back its transaction.
+    pub fn run<R>(
+        &self,
+        state: CallState,
+        call: impl FnOnce(&Scratchpad, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> (Result<R, SandboxError>, CallState) {
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            if ctx.data().guest_time() > CPU_LIMIT {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Continue(1))
+            }
+        });
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|instance| call(&instance, &mut store))
+            .map_err(|e| {
+                let error = SandboxError::from_wasmtime(&e);
+                tracing::warn!(error = %e, "guest call failed");
+                error
+            });
+        (result, store.into_data())
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The store limits of one call.
+pub fn store_limits() -> StoreLimits {
+    StoreLimitsBuilder::new()
+        .memory_size(MEMORY_LIMIT)
+        .trap_on_grow_failure(true)
+        .build()
+}
+
+/// Compiles the component, or loads it from the cache, refreshing a stale or broken entry.
+fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<Component, SandboxError> {
+    let compile = || Component::new(engine, wasm).map_err(|e| SandboxError::Load(e.to_string()));
+    let Some(dir) = cache_dir else {
+        return compile();
+    };
+    let file = cache_file(engine, wasm, dir);
+    if file.exists() {
+        match deserialize(engine, &file) {
+            Ok(component) => return Ok(component),
+            Err(e) => tracing::warn!(error = %e, "cached component unusable; recompiling"),
+        }
+    }
+    let component = compile()?;
+    if let Err(e) = store_in_cache(&component, &file) {
+        tracing::warn!(error = %e, "could not cache the compiled component");
+    }
+    Ok(component)
+}
+
+/// `DIR/component-<hash>.cwasm`: the hash covers the component and everything about the
+/// engine that makes compiled code incompatible, so a stale file is never even opened.
+fn cache_file(engine: &Engine, wasm: &[u8], dir: &Path) -> PathBuf {
+    let mut engine_hash = DefaultHasher::new();
+    engine
+        .precompile_compatibility_hash()
+        .hash(&mut engine_hash);
+    let mut key = Sha256::new();
+    key.update(wasm);
+    key.update(engine_hash.finish().to_le_bytes());
+    key.update(env!("CARGO_PKG_VERSION"));
+    let hex: String = key.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    dir.join(format!("component-{hex}.cwasm"))
+}
+
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, file: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: the file was written by `store_in_cache` from `Component::serialize` of this
+    // engine configuration (the name is keyed by it), into the user's own cache folder, and
+    // renamed into place whole, so it is never seen half-written. wasmtime also checks its
+    // header and configuration before use.
+    unsafe { Component::deserialize_file(engine, file) }
+}
+
+fn store_in_cache(component: &Component, file: &Path) -> anyhow::Result<()> {
+    let dir = file.parent().expect("cache files live in a folder");
+    fs::create_dir_all(dir)?;
+    let bytes = component.serialize()?;
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    fs::write(&tmp, bytes)?;
+    fs::rename(&tmp, file)?;
+    Ok(())
+}

@@ -1,0 +1,266 @@
+//! One tool call, start to finish: decode the arguments, open the call's transaction, run the
+//! guest in a fresh sandbox, check its answer, and commit, or roll back on any failure.
+//!
+//! This is the one path every call takes, whichever transport it came by.
+
+use crate::bindings::{StorageError, SummariserError, ToolError, Tools, api};
+use crate::imports::CallState;
+use crate::sandbox::{Sandbox, SandboxError};
+use crate::storage::{Backend, Mode, StoreError};
+use crate::summariser::SummaryModel;
+use crate::tools::{
+    AgentArgs, AppendLogArgs, AppendLogOutput, DeleteFileOutput, ListFilesArgs, ListFilesOutput,
+    PathArgs, ReadFileArgs, ReadFileOutput, ReadLogArgs, ReadLogOutput, ShapeError,
+    SummarizeFileOutput, ToolName, UsageStatsOutput, WriteFileArgs, WriteFileOutput, decode,
+    log_value, same_path,
+};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::Instant;
+use wasmtime::Store;
+
+/// Why a call failed. Its `Display` is what the caller reads: the rule and the value, never
+/// a path of the server, SQL or a key.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No tool has that name (a protocol error, not a tool result).
+    #[error(
+        "unknown tool {0:?}; the tools are write_file, read_file, append_log, read_log, list_files, delete_file, summarize_file, get_usage_stats"
+    )]
+    UnknownTool(String),
+    /// The arguments did not decode, or the guest's answer broke a host invariant.
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    /// The tool refused the call (a rule, a quota, a missing file, the summariser).
+    #[error("{}", tool_message(.0))]
+    Tool(ToolError),
+    /// The store failed.
+    #[error("{}", storage_message(&.0.to_wit()))]
+    Storage(StoreError),
+    /// The sandbox stopped the guest.
+    #[error("{0}; nothing was changed")]
+    Sandbox(SandboxError),
+}
+
+fn tool_message(e: &ToolError) -> String {
+    match e {
+        ToolError::InvalidArgument(m) | ToolError::NotFound(m) => m.clone(),
+        ToolError::QuotaExceeded(m) => format!("quota exceeded: {m}"),
+        ToolError::Summariser(
+            SummariserError::NotConfigured(m)
+            | SummariserError::Unauthorized(m)
+            | SummariserError::Unavailable(m)
+            | SummariserError::Failed(m),
+        ) => m.clone(),
+        ToolError::Storage(e) => storage_message(e),
+    }
+}
+
+fn storage_message(e: &StorageError) -> String {
+    match e {
+        StorageError::Busy => {
+            "the store is busy: another process held it past the wait deadline; nothing was changed, retry the call".into()
+        }
+        StorageError::Full => "the disk or the store is full; nothing was changed".into(),
+        StorageError::ReadOnly => {
+            "the store cannot be written (its file or folder is read-only); nothing was changed".into()
+        }
+        StorageError::Refused(m) => {
+            format!("the server refused a request of the tool logic ({m}); nothing was changed")
+        }
+        StorageError::Other(m) => format!("storage failed ({m}); nothing was changed"),
+    }
+}
+
+/// The scratchpad: the guest's rules over a store and a summariser.
+pub struct Service {
+    sandbox: Sandbox,
+    backend: Box<dyn Backend>,
+    model: Arc<dyn SummaryModel>,
+}
+
+impl Service {
+    /// Puts the parts together.
+    pub fn new(sandbox: Sandbox, backend: Box<dyn Backend>, model: Arc<dyn SummaryModel>) -> Self {
+        Self {
+            sandbox,
+            backend,
+            model,
+        }
+    }
+
+    /// Calls the tool `name` with MCP arguments; the result is the tool's structured content.
+    pub fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, CallError> {
+        let tool = ToolName::parse(name).ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
+        let started = Instant::now();
+        let result = self.dispatch(tool, args);
+        tracing::info!(
+            tool = tool.as_str(),
+            ok = result.is_ok(),
+            micros = started.elapsed().as_micros() as u64,
+            "tool call"
+        );
+        result
+    }
+
+    fn dispatch(&self, tool: ToolName, args: Map<String, Value>) -> Result<Value, CallError> {
+        match tool {
+            ToolName::WriteFile => {
+                let a: WriteFileArgs = decode(tool, args)?;
+                let request = api::WriteFileRequest {
+                    agent_id: a.agent_id,
+                    path: a.path,
+                    content: a.content,
+                };
+                self.run(
+                    tool,
+                    &request.agent_id,
+                    |g, s| g.call_write_file(s, &request),
+                    |r| {
+                        same_path(&request.path, &r.path)?;
+                        Ok(WriteFileOutput::from(r))
+                    },
+                )
+            }
+            ToolName::ReadFile => {
+                let a: ReadFileArgs = decode(tool, args)?;
+                let request = api::ReadFileRequest {
+                    agent_id: a.agent_id.clone(),
+                    path: a.path.clone(),
+                    since_version: a.since_version,
+                    full_diff: a.full_diff.unwrap_or(false),
+                };
+                self.run(
+                    tool,
+                    &a.agent_id,
+                    |g, s| g.call_read_file(s, &request),
+                    |r| ReadFileOutput::new(&a, r),
+                )
+            }
+            ToolName::AppendLog => {
+                let a: AppendLogArgs = decode(tool, args)?;
+                let request = api::AppendLogRequest {
+                    agent_id: a.agent_id,
+                    path: a.path,
+                    entry: log_value(a.entry),
+                };
+                self.run(
+                    tool,
+                    &request.agent_id,
+                    |g, s| g.call_append_log(s, &request),
+                    |r| {
+                        same_path(&request.path, &r.path)?;
+                        Ok(AppendLogOutput {
+                            path: r.path,
+                            entry_id: r.entry_id,
+                        })
+                    },
+                )
+            }
+            ToolName::ReadLog => {
+                let a: ReadLogArgs = decode(tool, args)?;
+                let request = api::ReadLogRequest {
+                    agent_id: a.agent_id.clone(),
+                    path: a.path.clone(),
+                    since_entry: a.since_entry,
+                };
+                self.run(
+                    tool,
+                    &a.agent_id,
+                    |g, s| g.call_read_log(s, &request),
+                    |page| ReadLogOutput::new(&a, page),
+                )
+            }
+            ToolName::ListFiles => {
+                let a: ListFilesArgs = decode(tool, args)?;
+                let request = api::ListFilesRequest {
+                    agent_id: a.agent_id.clone(),
+                    prefix: a.prefix.clone(),
+                };
+                self.run(
+                    tool,
+                    &a.agent_id,
+                    |g, s| g.call_list_files(s, &request),
+                    |files| ListFilesOutput::new(&a, files),
+                )
+            }
+            ToolName::DeleteFile => {
+                let a: PathArgs = decode(tool, args)?;
+                let request = api::DeleteFileRequest {
+                    agent_id: a.agent_id,
+                    path: a.path,
+                };
+                self.run(
+                    tool,
+                    &request.agent_id,
+                    |g, s| g.call_delete_file(s, &request),
+                    |r| {
+                        same_path(&request.path, &r.path)?;
+                        Ok(DeleteFileOutput {
+                            path: r.path,
+                            deleted: r.deleted,
+                        })
+                    },
+                )
+            }
+            ToolName::SummarizeFile => {
+                let a: PathArgs = decode(tool, args)?;
+                let request = api::SummarizeFileRequest {
+                    agent_id: a.agent_id,
+                    path: a.path,
+                };
+                self.run(
+                    tool,
+                    &request.agent_id,
+                    |g, s| g.call_summarize_file(s, &request),
+                    |r| {
+                        same_path(&request.path, &r.path)?;
+                        Ok(SummarizeFileOutput::from(r))
+                    },
+                )
+            }
+            ToolName::GetUsageStats => {
+                let a: AgentArgs = decode(tool, args)?;
+                self.run(
+                    tool,
+                    &a.agent_id,
+                    |g, s| g.call_get_usage_stats(s, &a.agent_id),
+                    |r| Ok(UsageStatsOutput::from(r)),
+                )
+            }
+        }
+    }
+
+    /// Runs one call of the guest for `agent` in its own transaction: committed only when
+    /// the guest answered, saw no storage failure, and its answer passed `finish`.
+    fn run<R, O: Serialize>(
+        &self,
+        tool: ToolName,
+        agent: &str,
+        call: impl FnOnce(&Tools, &mut Store<CallState>) -> wasmtime::Result<Result<R, ToolError>>,
+        finish: impl FnOnce(R) -> Result<O, ShapeError>,
+    ) -> Result<Value, CallError> {
+        // A tool that changes nothing the agent can see runs without the write lock.
+        let mode = if tool.hints().read_only {
+            Mode::Read
+        } else {
+            Mode::Write
+        };
+        let txn = self.backend.begin(mode).map_err(CallError::Storage)?;
+        let state = CallState::new(agent, txn, Arc::clone(&self.model));
+        let (answer, state) = self.sandbox.run(state, |instance, store| {
+            call(instance.scratchpad_mcp_tools(), store)
+        });
+        let (txn, failure) = state.finish();
+        let answer = answer.map_err(CallError::Sandbox)?;
+        if let Some(failure) = failure {
+            return Err(CallError::Storage(failure));
+        }
+        let output = finish(answer.map_err(CallError::Tool)?)?;
+        let json = serde_json::to_value(output)
+            .map_err(|e| ShapeError::Guest(format!("unencodable answer: {e}")))?;
+        txn.commit(agent).map_err(CallError::Storage)?;
+        Ok(json)
+    }
+}

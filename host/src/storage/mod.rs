@@ -1,0 +1,134 @@
+//! Storage behind one interface, so that another database can stand in for SQLite.
+//!
+//! A [`Backend`] opens one [`Txn`] per tool call. The transaction's methods are the WIT
+//! `storage` interface, minus the agent check (done by [`crate::imports::storage`]), and
+//! each keeps the agent's usage counters exact in the same statement batch, so no call ever
+//! re-scans an agent's data to enforce a quota.
+
+mod sqlite;
+
+pub use sqlite::Sqlite;
+
+use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, StorageError, Usage};
+
+/// What a tool call may do to the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Only reads: no write lock is taken, and the commit pays no fsync.
+    Read,
+    /// Writes: the write lock is taken at the start, and the commit is durable.
+    Write,
+}
+
+/// Why storage failed. What reaches a client is [`StoreError::to_wit`]: no paths, no SQL.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another process held the write lock past the busy deadline.
+    #[error("the store is busy: another process held it for more than {0} s")]
+    Busy(u64),
+    /// The disk is full.
+    #[error("the disk or the store is full")]
+    Full,
+    /// The database file or its folder cannot be written.
+    #[error("the store cannot be written (read-only file or folder)")]
+    ReadOnly,
+    /// The guest asked for something that breaks the store's invariants.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The store could not be opened; the text may name a path and is for the operator only.
+    #[error("cannot open the store at {path}: {reason}")]
+    Open {
+        /// Where the store was looked for.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Any other database failure, described by its code.
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+impl StoreError {
+    /// The error as the guest (and then the client) sees it.
+    pub fn to_wit(&self) -> StorageError {
+        match self {
+            StoreError::Busy(_) => StorageError::Busy,
+            StoreError::Full => StorageError::Full,
+            StoreError::ReadOnly => StorageError::ReadOnly,
+            StoreError::Refused(m) => StorageError::Refused(m.clone()),
+            StoreError::Open { .. } => StorageError::Other("the store cannot be opened".into()),
+            StoreError::Database(m) => StorageError::Other(m.clone()),
+        }
+    }
+}
+
+/// A store that can run tool calls as transactions.
+pub trait Backend: Send + Sync {
+    /// Starts the transaction of one tool call.
+    fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError>;
+}
+
+/// One tool call's transaction. Dropping it without [`Txn::commit`] rolls it back.
+pub trait Txn: Send {
+    /// See `stat-file` in the WIT.
+    fn stat_file(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError>;
+    /// See `read-version` in the WIT.
+    fn read_version(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+    ) -> Result<Option<String>, StoreError>;
+    /// See `put-version` in the WIT. Refuses a version number that is not above the last.
+    fn put_version(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        content: &str,
+    ) -> Result<(), StoreError>;
+    /// See `prune-versions` in the WIT. Refuses to prune the current version.
+    fn prune_versions(&mut self, agent: &str, path: &str, keep_from: u64)
+    -> Result<(), StoreError>;
+    /// See `delete-file` in the WIT.
+    fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError>;
+    /// See `list-files` in the WIT.
+    fn list_files(&mut self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError>;
+    /// See `append-log` in the WIT.
+    fn append_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        entry: &LogValue,
+        bytes: u64,
+    ) -> Result<u64, StoreError>;
+    /// See `read-log` in the WIT.
+    fn read_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<LogEntry>, StoreError>;
+    /// See `get-usage` in the WIT.
+    fn usage(&mut self, agent: &str) -> Result<Usage, StoreError>;
+    /// See `cached-summary` in the WIT.
+    fn cached_summary(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        model: &str,
+    ) -> Result<Option<String>, StoreError>;
+    /// See `put-summary` in the WIT. Refuses a version that is not kept.
+    fn put_summary(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        model: &str,
+        summary: &str,
+    ) -> Result<(), StoreError>;
+    /// Makes the call's changes durable and counts one operation for `agent`.
+    fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError>;
+}

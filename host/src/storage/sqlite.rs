@@ -1,0 +1,627 @@
+//! The embedded default backend: one SQLite file in WAL mode.
+//!
+//! Why it is shaped this way:
+//! - Write calls run in `BEGIN IMMEDIATE`, so two processes never both read a file's last
+//!   version and both write the next one; the writer that waits does so for at most
+//!   [`BUSY_TIMEOUT`] and then gets a "busy, retry" error, never a raw SQLite message.
+//! - `synchronous = FULL`: a write is on disk when its call answers. Read calls do pay one
+//!   tiny write (the operation counter) but commit it with `synchronous = NORMAL`, so reads
+//!   never wait for an fsync; WAL keeps that write atomic, and the next durable commit (or a
+//!   checkpoint) carries it to disk.
+//! - Summaries cost money and take seconds, so a read call never holds the write lock while
+//!   the model thinks: `put-summary` in a read call is kept aside and stored in a short write
+//!   transaction after the read, only if that version still exists.
+//! - Usage counters live in `agents` and change in the same transaction as the rows they
+//!   count; prefix matching compares `substr`, never `LIKE`, so `_` and `%` are literal.
+//! - Connections are pooled: opening one costs a few file operations and pragmas per call.
+
+use super::{Backend, Mode, StoreError, Txn};
+use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, Usage, VersionInfo};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a writer waits for another process's write lock before answering "busy":
+/// long enough to ride out a burst of writes from several clients, short enough that an
+/// agent is told to retry before its client gives up on the call.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connections kept open for reuse. Calls beyond this still run; their connections close.
+const POOL_SIZE: usize = 8;
+
+/// The schema version this code writes; a newer file is refused rather than misread.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agents (
+    agent_id         TEXT PRIMARY KEY,
+    total_bytes      INTEGER NOT NULL DEFAULT 0,
+    file_count       INTEGER NOT NULL DEFAULT 0,
+    log_entry_count  INTEGER NOT NULL DEFAULT 0,
+    total_operations INTEGER NOT NULL DEFAULT 0
+);
+-- One row per path ever written; a deleted file keeps its row (current_version NULL) so
+-- that its version numbers never repeat.
+CREATE TABLE IF NOT EXISTS files (
+    id              INTEGER PRIMARY KEY,
+    agent_id        TEXT NOT NULL,
+    path            TEXT NOT NULL,
+    last_version    INTEGER NOT NULL,
+    current_version INTEGER,
+    current_bytes   INTEGER,
+    updated_at      TEXT,
+    UNIQUE (agent_id, path)
+);
+CREATE TABLE IF NOT EXISTS versions (
+    file_id    INTEGER NOT NULL REFERENCES files (id),
+    version    INTEGER NOT NULL,
+    bytes      INTEGER NOT NULL,
+    content    TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (file_id, version)
+);
+CREATE TABLE IF NOT EXISTS log_entries (
+    agent_id   TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    id         INTEGER NOT NULL,
+    is_text    INTEGER NOT NULL,
+    body       TEXT NOT NULL,
+    bytes      INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, path, id)
+);
+CREATE TABLE IF NOT EXISTS summaries (
+    file_id    INTEGER NOT NULL REFERENCES files (id),
+    version    INTEGER NOT NULL,
+    model      TEXT NOT NULL,
+    summary    TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (file_id, version, model)
+);
+";
+
+/// RFC 3339 in UTC with milliseconds, from SQLite's clock.
+const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+/// A SQLite store.
+pub struct Sqlite {
+    path: PathBuf,
+    pool: Arc<Mutex<Vec<Connection>>>,
+}
+
+impl Sqlite {
+    /// Opens (creating if needed) the store at `path`, and its folder.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let open_error = |reason: String| StoreError::Open {
+            path: path.display().to_string(),
+            reason,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| open_error(e.to_string()))?;
+        }
+        let store = Self {
+            path: path.to_owned(),
+            pool: Arc::default(),
+        };
+        let conn = store.connect().map_err(|e| open_error(e.to_string()))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| open_error(e.to_string()))?;
+        migrate(&conn).map_err(|e| open_error(e.to_string()))?;
+        give_back(&store.pool, conn);
+        Ok(store)
+    }
+
+    /// Where the store lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn connect(&self) -> Result<Connection, StoreError> {
+        let conn = Connection::open(&self.path).map_err(map_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(map_err)?;
+        conn.set_prepared_statement_cache_capacity(32);
+        Ok(conn)
+    }
+
+    fn take(&self) -> Result<Connection, StoreError> {
+        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        pooled.map_or_else(|| self.connect(), Ok)
+    }
+}
+
+/// Returns a connection to the pool, if it is idle and the pool has room.
+fn give_back(pool: &Mutex<Vec<Connection>>, conn: Connection) {
+    let mut pool = pool.lock().unwrap_or_else(|p| p.into_inner());
+    if pool.len() < POOL_SIZE && conn.is_autocommit() {
+        pool.push(conn);
+    }
+}
+
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let found: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(map_err)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::Database(format!(
+            "the store has schema version {found}, newer than this build's {SCHEMA_VERSION}; upgrade scratchpad-mcp"
+        )));
+    }
+    conn.execute_batch(&format!(
+        "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+    ))
+    .map_err(map_err)
+}
+
+/// SQLite's errors as the store's: by code, never by SQL text.
+fn map_err(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            StoreError::Busy(BUSY_TIMEOUT.as_secs())
+        }
+        Some(ErrorCode::DiskFull) => StoreError::Full,
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly,
+        Some(code) => {
+            tracing::error!(error = %e, "database error");
+            StoreError::Database(format!("{code:?}"))
+        }
+        None => {
+            tracing::error!(error = %e, "database error");
+            StoreError::Database("unexpected result from the database".into())
+        }
+    }
+}
+
+impl Backend for Sqlite {
+    fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError> {
+        let conn = self.take()?;
+        let begin = match mode {
+            Mode::Read => "BEGIN DEFERRED",
+            Mode::Write => "BEGIN IMMEDIATE",
+        };
+        conn.execute_batch(begin).map_err(map_err)?;
+        Ok(Box::new(SqliteTxn {
+            conn: Some(conn),
+            mode,
+            pending_summaries: Vec::new(),
+            home: Arc::clone(&self.pool),
+        }))
+    }
+}
+
+/// A summary written during a read call, stored after it.
+struct PendingSummary {
+    agent: String,
+    path: String,
+    version: u64,
+    model: String,
+    summary: String,
+}
+
+struct SqliteTxn {
+    /// Always `Some` until commit or drop take it.
+    conn: Option<Connection>,
+    mode: Mode,
+    pending_summaries: Vec<PendingSummary>,
+    home: Arc<Mutex<Vec<Connection>>>,
+}
+
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn to_i64(v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| StoreError::Refused(format!("{v} is out of range")))
+}
+
+impl SqliteTxn {
+    fn conn(&self) -> &Connection {
+        self.conn
+            .as_ref()
+            .expect("connection held until commit or drop")
+    }
+
+    fn writable(&self, what: &str) -> Result<(), StoreError> {
+        match self.mode {
+            Mode::Write => Ok(()),
+            Mode::Read => Err(StoreError::Refused(format!("{what} in a read-only call"))),
+        }
+    }
+
+    /// (file id, last version, current version) of a path ever written.
+    fn file_row(
+        &self,
+        agent: &str,
+        path: &str,
+    ) -> Result<Option<(i64, u64, Option<u64>)>, StoreError> {
+        self.conn()
+            .prepare_cached("SELECT id, last_version, current_version FROM files WHERE agent_id = ?1 AND path = ?2")
+            .and_then(|mut s| {
+                s.query_row(params![agent, path], |r| {
+                    Ok((r.get(0)?, to_u64(r.get(1)?), r.get::<_, Option<i64>>(2)?.map(to_u64)))
+                })
+                .optional()
+            })
+            .map_err(map_err)
+    }
+
+    /// Adds to an agent's counters (creating its row on first use).
+    fn bump(
+        &self,
+        agent: &str,
+        bytes: i64,
+        files: i64,
+        entries: i64,
+        ops: i64,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (agent_id) DO UPDATE SET
+                   total_bytes = total_bytes + ?2, file_count = file_count + ?3,
+                   log_entry_count = log_entry_count + ?4, total_operations = total_operations + ?5",
+            )
+            .and_then(|mut s| s.execute(params![agent, bytes, files, entries, ops]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    fn store_summary(&self, p: &PendingSummary) -> Result<bool, StoreError> {
+        let stored = self
+            .conn()
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO summaries (file_id, version, model, summary, created_at)
+                 SELECT f.id, v.version, ?4, ?5, {NOW}
+                 FROM files f JOIN versions v ON v.file_id = f.id
+                 WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3"
+            ))
+            .and_then(|mut s| {
+                s.execute(params![
+                    p.agent,
+                    p.path,
+                    to_i64(p.version).unwrap_or(-1),
+                    p.model,
+                    p.summary
+                ])
+            })
+            .map_err(map_err)?;
+        Ok(stored == 1)
+    }
+}
+
+impl Txn for SqliteTxn {
+    fn stat_file(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError> {
+        let Some((id, last_version, _)) = self.file_row(agent, path)? else {
+            return Ok(None);
+        };
+        let kept = self
+            .conn()
+            .prepare_cached("SELECT version, bytes, created_at FROM versions WHERE file_id = ?1 ORDER BY version")
+            .and_then(|mut s| {
+                s.query_map([id], |r| {
+                    Ok(VersionInfo {
+                        version: to_u64(r.get(0)?),
+                        bytes: to_u64(r.get(1)?),
+                        created_at: r.get(2)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(map_err)?;
+        Ok(Some(FileState { last_version, kept }))
+    }
+
+    fn read_version(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+    ) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .prepare_cached(
+                "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
+                 WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![agent, path, to_i64(version).unwrap_or(-1)], |r| {
+                    r.get(0)
+                })
+                .optional()
+            })
+            .map_err(map_err)
+    }
+
+    fn put_version(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        content: &str,
+    ) -> Result<(), StoreError> {
+        self.writable("put-version")?;
+        let row = self.file_row(agent, path)?;
+        let (last, existed) =
+            row.map_or((0, false), |(_, last, current)| (last, current.is_some()));
+        if version <= last {
+            return Err(StoreError::Refused(format!(
+                "version {version} of {path:?} is not above its last version {last}"
+            )));
+        }
+        let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
+        let conn = self.conn();
+        let id: i64 = conn
+            .prepare_cached(&format!(
+                "INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
+                 VALUES (?1, ?2, ?3, ?3, ?4, {NOW})
+                 ON CONFLICT (agent_id, path) DO UPDATE SET last_version = ?3, current_version = ?3,
+                   current_bytes = ?4, updated_at = excluded.updated_at
+                 RETURNING id"
+            ))
+            .and_then(|mut s| s.query_row(params![agent, path, v, bytes], |r| r.get(0)))
+            .map_err(map_err)?;
+        conn.prepare_cached(&format!(
+            "INSERT INTO versions (file_id, version, bytes, content, created_at) VALUES (?1, ?2, ?3, ?4, {NOW})"
+        ))
+        .and_then(|mut s| s.execute(params![id, v, bytes, content]))
+        .map_err(map_err)?;
+        self.bump(agent, bytes, i64::from(!existed), 0, 0)
+    }
+
+    fn prune_versions(
+        &mut self,
+        agent: &str,
+        path: &str,
+        keep_from: u64,
+    ) -> Result<(), StoreError> {
+        self.writable("prune-versions")?;
+        let Some((id, _, Some(current))) = self.file_row(agent, path)? else {
+            return Err(StoreError::Refused(format!(
+                "prune-versions of {path:?}, which has no versions"
+            )));
+        };
+        if keep_from > current {
+            return Err(StoreError::Refused(format!(
+                "prune-versions below {keep_from} would drop the current version {current} of {path:?}"
+            )));
+        }
+        let keep_from = to_i64(keep_from)?;
+        let conn = self.conn();
+        let freed: i64 = conn
+            .prepare_cached(
+                "SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1 AND version < ?2",
+            )
+            .and_then(|mut s| s.query_row(params![id, keep_from], |r| r.get(0)))
+            .map_err(map_err)?;
+        for sql in [
+            "DELETE FROM versions WHERE file_id = ?1 AND version < ?2",
+            "DELETE FROM summaries WHERE file_id = ?1 AND version < ?2",
+        ] {
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.execute(params![id, keep_from]))
+                .map_err(map_err)?;
+        }
+        self.bump(agent, -freed, 0, 0, 0)
+    }
+
+    fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
+        self.writable("delete-file")?;
+        let Some((id, _, Some(_))) = self.file_row(agent, path)? else {
+            return Ok(false);
+        };
+        let conn = self.conn();
+        let freed: i64 = conn
+            .prepare_cached("SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1")
+            .and_then(|mut s| s.query_row([id], |r| r.get(0)))
+            .map_err(map_err)?;
+        for sql in [
+            "DELETE FROM versions WHERE file_id = ?1",
+            "DELETE FROM summaries WHERE file_id = ?1",
+            "UPDATE files SET current_version = NULL, current_bytes = NULL WHERE id = ?1",
+        ] {
+            conn.prepare_cached(sql)
+                .and_then(|mut s| s.execute([id]))
+                .map_err(map_err)?;
+        }
+        self.bump(agent, -freed, -1, 0, 0)?;
+        Ok(true)
+    }
+
+    fn list_files(&mut self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError> {
+        // `path >= ?2` lets the (agent_id, path) index start at the prefix; `substr` decides.
+        self.conn()
+            .prepare_cached(
+                "SELECT path, current_version, current_bytes, updated_at FROM files
+                 WHERE agent_id = ?1 AND current_version IS NOT NULL
+                   AND path >= ?2 AND substr(path, 1, length(?2)) = ?2
+                 ORDER BY path",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![agent, prefix], |r| {
+                    Ok(FileMeta {
+                        path: r.get(0)?,
+                        version: to_u64(r.get(1)?),
+                        bytes: to_u64(r.get(2)?),
+                        updated_at: r.get(3)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(map_err)
+    }
+
+    fn append_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        entry: &LogValue,
+        bytes: u64,
+    ) -> Result<u64, StoreError> {
+        self.writable("append-log")?;
+        let (is_text, body) = match entry {
+            LogValue::Text(t) => (true, t),
+            LogValue::Json(j) => (false, j),
+        };
+        if bytes != body.len() as u64 {
+            return Err(StoreError::Refused(format!(
+                "append-log counted {bytes} bytes for an entry of {} bytes",
+                body.len()
+            )));
+        }
+        let bytes = to_i64(bytes)?;
+        let id: i64 = self
+            .conn()
+            .prepare_cached(&format!(
+                "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at)
+                 SELECT ?1, ?2, COALESCE(MAX(id), 0) + 1, ?3, ?4, ?5, {NOW}
+                 FROM log_entries WHERE agent_id = ?1 AND path = ?2
+                 RETURNING id"
+            ))
+            .and_then(|mut s| s.query_row(params![agent, path, is_text, body, bytes], |r| r.get(0)))
+            .map_err(map_err)?;
+        self.bump(agent, bytes, 0, 1, 0)?;
+        Ok(to_u64(id))
+    }
+
+    fn read_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<LogEntry>, StoreError> {
+        self.conn()
+            .prepare_cached(
+                "SELECT id, is_text, body, created_at FROM log_entries
+                 WHERE agent_id = ?1 AND path = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
+            )
+            .and_then(|mut s| {
+                s.query_map(
+                    params![agent, path, to_i64(after).unwrap_or(i64::MAX), limit],
+                    |r| {
+                        let body: String = r.get(2)?;
+                        Ok(LogEntry {
+                            id: to_u64(r.get(0)?),
+                            entry: if r.get(1)? {
+                                LogValue::Text(body)
+                            } else {
+                                LogValue::Json(body)
+                            },
+                            created_at: r.get(3)?,
+                        })
+                    },
+                )?
+                .collect()
+            })
+            .map_err(map_err)
+    }
+
+    fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
+        let found = self
+            .conn()
+            .prepare_cached(
+                "SELECT total_bytes, file_count, log_entry_count, total_operations FROM agents WHERE agent_id = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([agent], |r| {
+                    Ok(Usage {
+                        total_bytes: to_u64(r.get(0)?),
+                        file_count: to_u64(r.get(1)?),
+                        log_entry_count: to_u64(r.get(2)?),
+                        total_operations: to_u64(r.get(3)?),
+                    })
+                })
+                .optional()
+            })
+            .map_err(map_err)?;
+        Ok(found.unwrap_or(Usage {
+            total_bytes: 0,
+            file_count: 0,
+            log_entry_count: 0,
+            total_operations: 0,
+        }))
+    }
+
+    fn cached_summary(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        model: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .prepare_cached(
+                "SELECT s.summary FROM summaries s JOIN files f ON f.id = s.file_id
+                 WHERE f.agent_id = ?1 AND f.path = ?2 AND s.version = ?3 AND s.model = ?4",
+            )
+            .and_then(|mut s| {
+                s.query_row(
+                    params![agent, path, to_i64(version).unwrap_or(-1), model],
+                    |r| r.get(0),
+                )
+                .optional()
+            })
+            .map_err(map_err)
+    }
+
+    fn put_summary(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        model: &str,
+        summary: &str,
+    ) -> Result<(), StoreError> {
+        let pending = PendingSummary {
+            agent: agent.into(),
+            path: path.into(),
+            version,
+            model: model.into(),
+            summary: summary.into(),
+        };
+        match self.mode {
+            Mode::Read => self.pending_summaries.push(pending),
+            Mode::Write => {
+                if !self.store_summary(&pending)? {
+                    return Err(StoreError::Refused(format!(
+                        "put-summary for version {version} of {path:?}, which is not kept"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn commit(mut self: Box<Self>, agent: &str) -> Result<(), StoreError> {
+        if self.mode == Mode::Read {
+            // End the read snapshot, then count the operation (and store any summary) in a
+            // short write transaction; only a summary is worth an fsync.
+            self.conn().execute_batch("COMMIT").map_err(map_err)?;
+            let durable = !self.pending_summaries.is_empty();
+            let sync = if durable { "FULL" } else { "NORMAL" };
+            self.conn()
+                .execute_batch(&format!("PRAGMA synchronous = {sync}; BEGIN IMMEDIATE"))
+                .map_err(map_err)?;
+            for pending in std::mem::take(&mut self.pending_summaries) {
+                // A version deleted or pruned meanwhile simply goes uncached.
+                self.store_summary(&pending)?;
+            }
+        }
+        self.bump(agent, 0, 0, 0, 1)?;
+        self.conn().execute_batch("COMMIT").map_err(map_err)
+    }
+}
+
+impl Drop for SqliteTxn {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        // Roll back whatever was not committed, and put back the durable default; a
+        // connection left in an unknown state is closed rather than pooled.
+        let rolled_back = conn.is_autocommit() || conn.execute_batch("ROLLBACK").is_ok();
+        if rolled_back && conn.execute_batch("PRAGMA synchronous = FULL").is_ok() {
+            give_back(&self.home, conn);
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! The tools as MCP sees them: names, descriptions, argument and result schemas, and the
+//! translation between JSON and the WIT types.
+//!
+//! Descriptions come from the WIT doc comments (see `build.rs`), so they are written once.
+//! The JSON field names are the SPEC's. Nothing here decides a rule: values go to the guest
+//! as given, and what comes back is checked only against the host's own invariants (the
+//! answer is about the path and agent that were asked for) before it is encoded.
+
+use crate::bindings::{FileMeta, LogEntry, LogValue, api};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+include!(concat!(env!("OUT_DIR"), "/tool_docs.rs"));
+
+/// The eight tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolName {
+    /// `write_file`
+    WriteFile,
+    /// `read_file`
+    ReadFile,
+    /// `append_log`
+    AppendLog,
+    /// `read_log`
+    ReadLog,
+    /// `list_files`
+    ListFiles,
+    /// `delete_file`
+    DeleteFile,
+    /// `summarize_file`
+    SummarizeFile,
+    /// `get_usage_stats`
+    GetUsageStats,
+}
+
+/// How MCP clients should treat a tool: the annotations they show and ask permission by.
+#[derive(Clone, Copy, Debug)]
+pub struct Hints {
+    /// Changes nothing the agent can see.
+    pub read_only: bool,
+    /// May remove data.
+    pub destructive: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent: bool,
+    /// Talks to something outside this machine.
+    pub open_world: bool,
+}
+
+impl ToolName {
+    /// Every tool, in the order `tools/list` shows them.
+    pub const ALL: [ToolName; 8] = [
+        ToolName::WriteFile,
+        ToolName::ReadFile,
+        ToolName::AppendLog,
+        ToolName::ReadLog,
+        ToolName::ListFiles,
+        ToolName::DeleteFile,
+        ToolName::SummarizeFile,
+        ToolName::GetUsageStats,
+    ];
+
+    /// The MCP name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolName::WriteFile => "write_file",
+            ToolName::ReadFile => "read_file",
+            ToolName::AppendLog => "append_log",
+            ToolName::ReadLog => "read_log",
+            ToolName::ListFiles => "list_files",
+            ToolName::DeleteFile => "delete_file",
+            ToolName::SummarizeFile => "summarize_file",
+            ToolName::GetUsageStats => "get_usage_stats",
+        }
+    }
+
+    /// The tool of that MCP name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// The description (the WIT doc comment) and the argument descriptions.
+    pub fn docs(self) -> (&'static str, &'static [(&'static str, &'static str)]) {
+        TOOL_DOCS
+            .iter()
+            .find(|(name, _, _)| *name == self.as_str())
+            .map(|(_, doc, args)| (*doc, *args))
+            .unwrap_or(("", &[]))
+    }
+
+    /// How clients should treat it.
+    pub fn hints(self) -> Hints {
+        let (read_only, destructive, idempotent, open_world) = match self {
+            ToolName::WriteFile => (false, false, true, false),
+            ToolName::AppendLog => (false, false, false, false),
+            ToolName::DeleteFile => (false, true, true, false),
+            ToolName::SummarizeFile => (true, false, true, true),
+            ToolName::ReadFile | ToolName::ReadLog | ToolName::ListFiles => {
+                (true, false, true, false)
+            }
+            ToolName::GetUsageStats => (true, false, true, false),
+        };
+        Hints {
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+        }
+    }
+
+    /// The JSON Schema of its arguments, with the WIT's words for each argument.
+    pub fn input_schema(self) -> Map<String, Value> {
+        let mut schema = match self {
+            ToolName::WriteFile => schema::<WriteFileArgs>(),
+            ToolName::ReadFile => schema::<ReadFileArgs>(),
+            ToolName::AppendLog => schema::<AppendLogArgs>(),
+            ToolName::ReadLog => schema::<ReadLogArgs>(),
+            ToolName::ListFiles => schema::<ListFilesArgs>(),
+            ToolName::DeleteFile | ToolName::SummarizeFile => schema::<PathArgs>(),
+            ToolName::GetUsageStats => schema::<AgentArgs>(),
+        };
+        let (_, arg_docs) = self.docs();
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            for (arg, doc) in arg_docs.iter().chain(COMMON_ARG_DOCS) {
+                if let Some(Value::Object(property)) = properties.get_mut(*arg) {
+                    property
+                        .entry("description")
+                        .or_insert_with(|| Value::String((*doc).to_owned()));
+                }
+            }
+        }
+        schema
+    }
+
+    /// The JSON Schema of its result.
+    pub fn output_schema(self) -> Map<String, Value> {
+        match self {
+            ToolName::WriteFile => schema::<WriteFileOutput>(),
+            ToolName::ReadFile => schema::<ReadFileOutput>(),
+            ToolName::AppendLog => schema::<AppendLogOutput>(),
+            ToolName::ReadLog => schema::<ReadLogOutput>(),
+            ToolName::ListFiles => schema::<ListFilesOutput>(),
+            ToolName::DeleteFile => schema::<DeleteFileOutput>(),
+            ToolName::SummarizeFile => schema::<SummarizeFileOutput>(),
+            ToolName::GetUsageStats => schema::<UsageStatsOutput>(),
+        }
+    }
+}
+
+/// Descriptions of the arguments every tool shares.
+const COMMON_ARG_DOCS: &[(&str, &str)] = &[
+    (
+        "agent_id",
+        "Your namespace: 1-128 characters of [a-zA-Z0-9_-]. Use the same id in every call.",
+    ),
+    (
+        "path",
+        "[a-zA-Z0-9/_.-]+, at most 255 characters, not starting with '/', no '..'.",
+    ),
+];
+
+fn schema<T: JsonSchema>() -> Map<String, Value> {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    match generator.into_root_schema_for::<T>().to_value() {
+        Value::Object(mut map) => {
+            map.remove("$schema");
+            map.remove("title");
+            map
+        }
+        _ => Map::new(),
+    }
+}
+
+/// Why a call's arguments or its guest's answer could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    /// The arguments do not fit the tool's schema.
+    #[error("invalid arguments for {tool}: {reason}")]
+    Arguments {
+        /// The tool called.
+        tool: &'static str,
+        /// What serde said, which names the field.
+        reason: String,
+    },
+    /// The guest's answer breaks an invariant of the host.
+    #[error("the tool logic gave an answer the server refuses ({0}); nothing was changed")]
+    Guest(String),
+}
+
+/// Decodes a tool's arguments, naming the field that does not fit.
+pub fn decode<T: for<'de> Deserialize<'de>>(
+    tool: ToolName,
+    args: Map<String, Value>,
+) -> Result<T, ShapeError> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| ShapeError::Arguments {
+        tool: tool.as_str(),
+        reason: e.to_string(),
+    })
+}
+
+/// The guest answered about the path it was asked about.
+pub fn same_path(asked: &str, answered: &str) -> Result<(), ShapeError> {
+    if asked == answered {
+        Ok(())
+    } else {
+        Err(ShapeError::Guest(format!(
+            "asked about path {asked:?}, answered about {answered:?}"
+        )))
+    }
+}
+
+// ---- arguments ----
+
+/// `write_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// Your namespace.
+    pub agent_id: String,
+    /// Where to store the content.
+    pub path: String,
+    /// The whole new content, at most 1 MiB of UTF-8.
+    pub content: String,
+}
+
+/// `read_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub since_version: Option<u64>,
+    #[serde(default)]
+    pub full_diff: Option<bool>,
+}
+
+/// `append_log` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendLogArgs {
+    pub agent_id: String,
+    pub path: String,
+    /// Any JSON value (a string is the common case), at most 64 KiB.
+    pub entry: Value,
+}
+
+/// `read_log` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadLogArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub since_entry: Option<u64>,
+}
+
+/// `list_files` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListFilesArgs {
+    pub agent_id: String,
+    #[serde(default)]
+    pub prefix: Option<String>,
+}
+
+/// Arguments of the tools that take an agent and a path.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathArgs {
+    pub agent_id: String,
+    pub path: String,
+}
+
+/// Arguments of the tools that take only an agent.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentArgs {
+    pub agent_id: String,
+}
+
+/// The entry as the guest holds it: strings unescaped, other values as compact JSON.
+pub fn log_value(entry: Value) -> LogValue {
+    match entry {
+        Value::String(text) => LogValue::Text(text),
+        other => LogValue::Json(other.to_string()),
+    }
+}
+
+// ---- results ----
+
+/// `write_file` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WriteFileOutput {
+    /// The path written.
+    pub path: String,
+    /// The version now current.
+    pub version: u64,
+    /// Size of the content in UTF-8 bytes.
+    pub bytes: u64,
+    /// True when the content equalled the current version, so no version was made.
+    pub unchanged: bool,
+}
+
+impl From<api::WriteFileResult> for WriteFileOutput {
+    fn from(r: api::WriteFileResult) -> Self {
+        Self {
+            path: r.path,
+            version: r.version,
+            bytes: r.bytes,
+            unchanged: r.unchanged,
+        }
+    }
+}
+
+/// `read_file` result: `content`, or `since_version` with `diff`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadFileOutput {
+    /// The path read.
+    pub path: String,
+    /// The newest version.
+    pub current_version: u64,
+    /// The whole current content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// True when `since_version` was asked for but is no longer kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version_too_old: Option<bool>,
+    /// True when the diff would have been larger than the content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_not_smaller: Option<bool>,
+    /// The version the diff starts from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since_version: Option<u64>,
+    /// The chunks that turn `since_version` into `current_version`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Vec<DiffChunk>>,
+    /// True when nothing changed since `since_version` (the diff is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchanged: Option<bool>,
+}
+
+/// One chunk of a line diff.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum DiffChunk {
+    /// Lines in both versions.
+    Equal {
+        /// The lines.
+        lines: Vec<String>,
+    },
+    /// Lines only in the old version.
+    Remove {
+        /// The lines.
+        lines: Vec<String>,
+    },
+    /// Lines only in the new version.
+    Add {
+        /// The lines.
+        lines: Vec<String>,
+    },
+    /// Unchanged lines left out: copy `count` lines of the old version from `old_line`.
+    Skip {
+        /// How many lines.
+        count: u32,
+        /// 1-based line number in the old version.
+        old_line: u32,
+        /// 1-based line number in the new version.
+        new_line: u32,
+    },
+}
+
+impl From<api::DiffChunk> for DiffChunk {
+    fn from(c: api::DiffChunk) -> Self {
+        match c {
+            api::DiffChunk::Equal(lines) => DiffChunk::Equal { lines },
+            api::DiffChunk::Remove(lines) => DiffChunk::Remove { lines },
+            api::DiffChunk::Add(lines) => DiffChunk::Add { lines },
+            api::DiffChunk::Skip(s) => DiffChunk::Skip {
+                count: s.count,
+                old_line: s.old_line,
+                new_line: s.new_line,
+            },
+        }
+    }
+}
+
+impl ReadFileOutput {
+    /// The result of a read, checked against what was asked.
+    pub fn new(args: &ReadFileArgs, r: api::ReadFileResult) -> Result<Self, ShapeError> {
+        same_path(&args.path, &r.path)?;
+        let mut out = Self {
+            path: r.path,
+            current_version: r.current_version,
+            content: None,
+            version_too_old: None,
+            diff_not_smaller: None,
+            since_version: None,
+            diff: None,
+            unchanged: None,
+        };
+        match r.body {
+            api::ReadBody::Content(whole) => {
+                out.content = Some(whole.content);
+                match whole.reason {
+                    Some(api::WholeContentReason::VersionTooOld) => {
+                        out.version_too_old = Some(true)
+                    }
+                    Some(api::WholeContentReason::DiffNotSmaller) => {
+                        out.diff_not_smaller = Some(true)
+                    }
+                    None => {}
+                }
+            }
+            api::ReadBody::Diff(diff) => {
+                if Some(diff.since_version) != args.since_version {
+                    return Err(ShapeError::Guest(format!(
+                        "asked for a diff since {:?}, answered since {}",
+                        args.since_version, diff.since_version
+                    )));
+                }
+                out.unchanged = diff.chunks.is_empty().then_some(true);
+                out.since_version = Some(diff.since_version);
+                out.diff = Some(diff.chunks.into_iter().map(DiffChunk::from).collect());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `append_log` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AppendLogOutput {
+    /// The log appended to.
+    pub path: String,
+    /// The new entry's id.
+    pub entry_id: u64,
+}
+
+/// `read_log` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadLogOutput {
+    /// The log read.
+    pub path: String,
+    /// Oldest first.
+    pub entries: Vec<LogEntryOutput>,
+    /// More entries follow: call again with `since_entry` = `last_entry_id`.
+    pub has_more: bool,
+    /// The cursor for the next page.
+    pub last_entry_id: u64,
+}
+
+/// One log entry.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LogEntryOutput {
+    /// Its id.
+    pub id: u64,
+    /// The value, as written.
+    pub entry: Value,
+    /// When it was appended (RFC 3339, UTC).
+    pub created_at: String,
+}
+
+impl ReadLogOutput {
+    /// The page, checked: the right log, ids rising past the cursor.
+    pub fn new(args: &ReadLogArgs, page: api::LogPage) -> Result<Self, ShapeError> {
+        same_path(&args.path, &page.path)?;
+        let mut previous = args.since_entry.unwrap_or(0);
+        let mut entries = Vec::with_capacity(page.entries.len());
+        for e in page.entries {
+            if e.id <= previous {
+                return Err(ShapeError::Guest(format!(
+                    "log entry id {} after {previous}",
+                    e.id
+                )));
+            }
+            previous = e.id;
+            entries.push(LogEntryOutput::try_from(e)?);
+        }
+        Ok(Self {
+            path: page.path,
+            entries,
+            has_more: page.has_more,
+            last_entry_id: page.last_entry_id,
+        })
+    }
+}
+
+impl TryFrom<LogEntry> for LogEntryOutput {
+    type Error = ShapeError;
+
+    fn try_from(e: LogEntry) -> Result<Self, ShapeError> {
+        let entry = match e.entry {
+            LogValue::Text(text) => Value::String(text),
+            LogValue::Json(json) => serde_json::from_str(&json)
+                .map_err(|_| ShapeError::Guest(format!("log entry {} is not valid JSON", e.id)))?,
+        };
+        Ok(Self {
+            id: e.id,
+            entry,
+            created_at: e.created_at,
+        })
+    }
+}
+
+/// `list_files` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListFilesOutput {
+    /// Sorted by path.
+    pub files: Vec<FileOutput>,
+}
+
+/// What a listing says of one file.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileOutput {
+    /// Its path.
+    pub path: String,
+    /// Its current version.
+    pub version: u64,
+    /// Size of the current version in UTF-8 bytes.
+    pub bytes: u64,
+    /// When the current version was written (RFC 3339, UTC).
+    pub updated_at: String,
+}
+
+impl ListFilesOutput {
+    /// The listing, checked: only paths under the prefix asked for.
+    pub fn new(args: &ListFilesArgs, files: Vec<FileMeta>) -> Result<Self, ShapeError> {
+        let prefix = args.prefix.as_deref().unwrap_or("");
+        if let Some(stray) = files.iter().find(|f| !f.path.starts_with(prefix)) {
+            return Err(ShapeError::Guest(format!(
+                "listed {:?} for prefix {prefix:?}",
+                stray.path
+            )));
+        }
+        Ok(Self {
+            files: files
+                .into_iter()
+                .map(|f| FileOutput {
+                    path: f.path,
+                    version: f.version,
+                    bytes: f.bytes,
+                    updated_at: f.updated_at,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// `delete_file` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeleteFileOutput {
+    /// The path deleted.
+    pub path: String,
+    /// False when there was no such file.
+    pub deleted: bool,
+}
+
+/// `summarize_file` result: `summary`, or for a short file its `content`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SummarizeFileOutput {
+    /// The file summarised.
+    pub path: String,
+    /// The version summarised.
+    pub version: u64,
+    /// False when the file is short enough to read whole: then `content` holds it.
+    pub summarized: bool,
+    /// The summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// True when the summary came from the cache, at no cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached: Option<bool>,
+    /// The model that wrote the summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The whole content of a short file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+impl From<api::SummarizeFileResult> for SummarizeFileOutput {
+    fn from(r: api::SummarizeFileResult) -> Self {
+        let mut out = Self {
+            path: r.path,
+            version: r.version,
+            summarized: false,
+            summary: None,
+            cached: None,
+            model: None,
+            content: None,
+        };
+        match r.outcome {
+            api::SummarizeOutcome::Summary(s) => {
+                out.summarized = true;
+                out.summary = Some(s.summary);
+                out.cached = Some(s.cached);
+                out.model = Some(s.model);
+            }
+            api::SummarizeOutcome::TooShort(content) => out.content = Some(content),
+        }
+        out
+    }
+}
+
+/// `get_usage_stats` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct UsageStatsOutput {
+    /// Every kept version plus every log entry, in UTF-8 bytes.
+    pub total_bytes: u64,
+    /// Files that exist now.
+    pub file_count: u64,
+    /// Log entries across all logs.
+    pub log_entry_count: u64,
+    /// Tool calls that succeeded.
+    pub total_operations: u64,
+    /// The agent's limits.
+    pub quotas: QuotasOutput,
+}
+
+/// An agent's limits.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct QuotasOutput {
+    /// Files.
+    pub max_files: u64,
+    /// Log entries across all logs.
+    pub max_log_entries: u64,
+    /// Bytes stored in all.
+    pub max_total_bytes: u64,
+    /// Bytes in one write.
+    pub max_write_bytes: u64,
+    /// Bytes in one log entry.
+    pub max_log_entry_bytes: u64,
+    /// Versions kept per file.
+    pub versions_kept: u32,
+    /// Entries in one `read_log` page.
+    pub log_page_size: u32,
+}
+
+impl From<api::UsageStats> for UsageStatsOutput {
+    fn from(s: api::UsageStats) -> Self {
+        let q = s.quotas;
+        Self {
+            total_bytes: s.usage.total_bytes,
+            file_count: s.usage.file_count,
+            log_entry_count: s.usage.log_entry_count,
+            total_operations: s.usage.total_operations,
+            quotas: QuotasOutput {
+                max_files: q.max_files,
+                max_log_entries: q.max_log_entries,
+                max_total_bytes: q.max_total_bytes,
+                max_write_bytes: q.max_write_bytes,
+                max_log_entry_bytes: q.max_log_entry_bytes,
+                versions_kept: q.versions_kept,
+                log_page_size: q.log_page_size,
+            },
+        }
+    }
+}
