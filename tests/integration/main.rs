@@ -1,1 +1,8 @@
-fn main() {}
+//! Integration tests: the real host runs the real guest component over real SQLite files.
+//! One binary, one module per concern.
+
+mod common;
+mod files;
+mod isolation;
+mod logs;
+mod storage;

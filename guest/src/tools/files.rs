@@ -112,7 +112,10 @@ pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult,
                     Form::Compact
                 };
                 let chunks = diff::diff(&old, &new, form);
-                if diff::encoded_chunks_len(&chunks) >= diff::encoded_len(&new) {
+                // A caller who asks for the full form wants every line, saving or not.
+                if form == Form::Compact
+                    && diff::encoded_chunks_len(&chunks) >= diff::encoded_len(&new)
+                {
                     ReadBody::Content(WholeContent {
                         content: new,
                         reason: Some(WholeContentReason::DiffNotSmaller),
@@ -349,6 +352,24 @@ mod tests {
                 reason: Some(WholeContentReason::DiffNotSmaller)
             })
         );
+    }
+
+    #[test]
+    fn the_full_form_is_sent_even_when_larger() {
+        let s = Memory::default();
+        write(&s, "f", "a\nb").unwrap();
+        write(&s, "f", "c\nd").unwrap();
+        let r = read_file(
+            &s,
+            ReadFileRequest {
+                agent_id: "a".into(),
+                path: "f".into(),
+                since_version: Some(1),
+                full_diff: true,
+            },
+        )
+        .unwrap();
+        assert!(matches!(r.body, ReadBody::Diff(_)));
     }
 
     #[test]

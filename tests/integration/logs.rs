@@ -1,0 +1,112 @@
+//! Append-only logs through the whole host: ids, pages, cursors, JSON values, limits.
+
+use crate::common::Scratch;
+use serde_json::{Value, json};
+
+fn append(s: &Scratch, entry: Value) -> Result<Value, String> {
+    s.call(
+        "append_log",
+        json!({ "agent_id": "a", "path": "actions", "entry": entry }),
+    )
+}
+
+fn page(s: &Scratch, since: Option<u64>) -> Value {
+    let mut args = json!({ "agent_id": "a", "path": "actions" });
+    if let Some(since) = since {
+        args["since_entry"] = json!(since);
+    }
+    s.ok("read_log", args)
+}
+
+#[test]
+fn a_cursor_pages_through_250_entries_without_gaps() {
+    let s = Scratch::new();
+    for i in 1..=250u64 {
+        assert_eq!(
+            append(&s, json!(format!("step {i}"))).unwrap(),
+            json!({ "path": "actions", "entry_id": i })
+        );
+    }
+    let (mut cursor, mut seen, mut sizes) = (None, Vec::new(), Vec::new());
+    loop {
+        let p = page(&s, cursor);
+        let entries = p["entries"].as_array().unwrap();
+        sizes.push(entries.len());
+        seen.extend(entries.iter().map(|e| e["id"].as_u64().unwrap()));
+        cursor = p["last_entry_id"].as_u64();
+        if p["has_more"] == false {
+            break;
+        }
+    }
+    assert_eq!(sizes, [100, 100, 50]);
+    assert_eq!(seen, (1..=250).collect::<Vec<_>>());
+    let after_end = page(&s, Some(250));
+    assert_eq!(
+        after_end,
+        json!({ "path": "actions", "entries": [], "has_more": false, "last_entry_id": 250 })
+    );
+    assert_eq!(s.usage("a")["log_entry_count"], 250);
+}
+
+#[test]
+fn entries_read_back_as_the_json_values_written() {
+    let s = Scratch::new();
+    let values = [
+        json!("plain text"),
+        json!({ "tool": "grep", "args": ["-r", "TODO"], "ok": true, "took_ms": 12.5 }),
+        json!([1, 2, { "nested": null }]),
+        json!(42),
+        json!(null),
+        json!("ünïcödé \"quoted\"\n"),
+    ];
+    for v in &values {
+        append(&s, v.clone()).unwrap();
+    }
+    let entries = page(&s, None)["entries"].as_array().unwrap().clone();
+    let back: Vec<String> = entries.iter().map(|e| e["entry"].to_string()).collect();
+    let written: Vec<String> = values.iter().map(Value::to_string).collect();
+    assert_eq!(back, written, "same values, same key order");
+    assert!(entries[0]["created_at"].as_str().unwrap().ends_with('Z'));
+}
+
+#[test]
+fn entry_size_limit_at_n_and_n_plus_one() {
+    let s = Scratch::new();
+    // Strings count their UTF-8 bytes (not JSON-escaped): 'ß' is two.
+    append(&s, json!("ß".repeat(32 * 1024))).unwrap();
+    assert_eq!(
+        append(&s, json!(format!("{}x", "ß".repeat(32 * 1024)))).unwrap_err(),
+        "log entry is 65537 bytes; the limit for one entry is 65536 bytes"
+    );
+    // Other values count their compact JSON: ["xxx…"] is the string plus 4 bytes.
+    append(&s, json!(["x".repeat(65536 - 4)])).unwrap();
+    assert!(
+        append(&s, json!(["x".repeat(65536 - 3)]))
+            .unwrap_err()
+            .starts_with("log entry is 65537 bytes")
+    );
+    assert_eq!(s.usage("a")["total_bytes"], 2 * 65536);
+    assert_eq!(s.usage("a")["log_entry_count"], 2);
+}
+
+#[test]
+fn logs_are_separate_by_path_and_an_unknown_log_is_empty() {
+    let s = Scratch::new();
+    append(&s, json!("one")).unwrap();
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "other", "entry": "x" }),
+    );
+    assert_eq!(
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "other", "entry": "y" })
+        )["entry_id"],
+        2
+    );
+    let empty = s.ok("read_log", json!({ "agent_id": "a", "path": "never" }));
+    assert_eq!(
+        empty,
+        json!({ "path": "never", "entries": [], "has_more": false, "last_entry_id": 0 })
+    );
+}

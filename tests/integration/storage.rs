@@ -1,0 +1,94 @@
+//! The store itself: persistence across restarts, one transaction per call, contention
+//! that ends in a clear "busy" rather than a hang or a raw SQLite message.
+
+use crate::common::Scratch;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[test]
+fn everything_survives_a_restart_and_numbering_continues() {
+    let mut s = Scratch::new();
+    s.write("a", "f", "one");
+    s.write("a", "f", "two");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "e1" }),
+    );
+    let before = s.usage("a");
+    s.restart();
+    assert_eq!(
+        s.ok("read_file", json!({ "agent_id": "a", "path": "f" }))["content"],
+        "two"
+    );
+    assert_eq!(s.write("a", "f", "three")["version"], 3);
+    assert_eq!(
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "log", "entry": "e2" })
+        )["entry_id"],
+        2
+    );
+    let after = s.usage("a");
+    assert_eq!(after["file_count"], before["file_count"]);
+    assert_eq!(
+        after["total_operations"].as_u64().unwrap(),
+        before["total_operations"].as_u64().unwrap() + 4,
+        "read_file, write_file, append_log and the first get_usage_stats counted"
+    );
+}
+
+#[test]
+fn the_store_is_wal_with_the_expected_tables() {
+    let s = Scratch::new();
+    s.write("a", "f", "x");
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let mode: String = db
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let ok: String = db
+        .pragma_query_value(None, "integrity_check", |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let versions: i64 = db
+        .query_row("SELECT count(*) FROM versions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(versions, 1);
+}
+
+#[test]
+fn a_writer_held_off_past_the_deadline_gets_busy_and_nothing_changes() {
+    let s = Scratch::new();
+    s.write("a", "f", "before");
+    let blocker = rusqlite::Connection::open(s.db()).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+    let started = Instant::now();
+    let e = s.err(
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "after" }),
+    );
+    let waited = started.elapsed();
+    assert_eq!(
+        e,
+        "the store is busy: another process held it past the wait deadline; nothing was changed, retry the call"
+    );
+    assert!(
+        waited >= Duration::from_secs(4) && waited < Duration::from_secs(30),
+        "{waited:?}"
+    );
+    blocker.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(s.write("a", "f", "after")["version"], 2);
+}
+
+#[test]
+fn a_failed_call_counts_no_operation() {
+    let s = Scratch::new();
+    s.write("a", "f", "x");
+    s.err("read_file", json!({ "agent_id": "a", "path": "missing" }));
+    s.err(
+        "write_file",
+        json!({ "agent_id": "a", "path": "../x", "content": "x" }),
+    );
+    assert_eq!(s.usage("a")["total_operations"], 1);
+}
