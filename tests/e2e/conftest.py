@@ -1,0 +1,75 @@
+"""End-to-end tests: the real binary, driven over real stdio by the official MCP Python SDK.
+
+The binary is `SCRATCHPAD_BIN`, else `target/debug/scratchpad-mcp` (built by `cargo build`).
+Every test runs in both protocol eras: the initialize handshake ("legacy"), and 2026-07-28
+(stateless), both discovered ("auto", via server/discover) and pinned without discovery.
+"""
+
+import asyncio
+import os
+import pathlib
+import tempfile
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BINARY = pathlib.Path(os.environ.get("SCRATCHPAD_BIN", ROOT / "target" / "debug" / "scratchpad-mcp"))
+# One compiled-component cache for the whole run: Cranelift runs once, not once per start.
+CACHE_DIR = tempfile.mkdtemp(prefix="scratchpad-e2e-cache-")
+ERAS = ["legacy", "auto", "2026-07-28"]
+
+
+def server(db, **env):
+    """Parameters that start the server on `db` with only the environment given."""
+    return StdioServerParameters(
+        command=str(BINARY),
+        args=["--db", str(db), "--cache-dir", CACHE_DIR],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), **env},
+    )
+
+
+@pytest.fixture(params=ERAS)
+def era(request):
+    return request.param
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "scratch.db"
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+class Session:
+    """A connected client with helpers that unwrap tool results."""
+
+    def __init__(self, client):
+        self.client = client
+
+    async def ok(self, tool, **args):
+        result = await self.client.call_tool(tool, args)
+        text = result.content[0].text if result.content else ""
+        assert not result.is_error, f"{tool} {args} failed: {text}"
+        return result.structured_content
+
+    async def err(self, tool, **args):
+        result = await self.client.call_tool(tool, args)
+        assert result.is_error, f"{tool} {args} should fail, gave {result.structured_content}"
+        return result.content[0].text
+
+
+def connect(db, era, **env):
+    """`async with connect(db, era) as s:` gives a Session."""
+
+    class _Ctx:
+        async def __aenter__(self):
+            self.client = Client(server(db, **env), mode=era)
+            return Session(await self.client.__aenter__())
+
+        async def __aexit__(self, *exc):
+            return await self.client.__aexit__(*exc)
+
+    return _Ctx()

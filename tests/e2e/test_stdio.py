@@ -1,0 +1,216 @@
+"""The scratchpad over real stdio, as a desktop MCP client uses it."""
+
+import json
+import subprocess
+
+from conftest import BINARY, CACHE_DIR, connect, run
+
+
+def apply_diff(old, diff):
+    """Rebuild the new text from the old one and a read_file diff, as the README says."""
+    old_lines, out, at = old.split("\n"), [], 0
+    for chunk in diff:
+        op = chunk["op"]
+        if op == "equal":
+            assert old_lines[at : at + len(chunk["lines"])] == chunk["lines"]
+            out += chunk["lines"]
+            at += len(chunk["lines"])
+        elif op == "remove":
+            assert old_lines[at : at + len(chunk["lines"])] == chunk["lines"]
+            at += len(chunk["lines"])
+        elif op == "add":
+            out += chunk["lines"]
+        elif op == "skip":
+            assert chunk["old_line"] == at + 1 and chunk["new_line"] == len(out) + 1
+            out += old_lines[at : at + chunk["count"]]
+            at += chunk["count"]
+    if not diff:
+        return old
+    assert at == len(old_lines)
+    return "\n".join(out)
+
+
+def test_handshake_tools_and_metadata(db, era):
+    async def go():
+        async with connect(db, era) as s:
+            c = s.client
+            expected = "2025-11-25" if era == "legacy" else "2026-07-28"
+            assert c.protocol_version == expected
+            if era != "2026-07-28":  # a pinned stateless session has no handshake to carry these
+                assert c.server_info.name == "scratchpad-mcp"
+                assert "agent_id" in c.instructions
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert sorted(tools) == sorted(
+                ["write_file", "read_file", "append_log", "read_log", "list_files",
+                 "delete_file", "summarize_file", "get_usage_stats"]
+            )
+            for t in tools.values():
+                assert t.description, t.name
+                assert t.output_schema["type"] == "object", t.name
+                assert "agent_id" in t.input_schema["required"], t.name
+            for name in ["read_file", "read_log", "list_files", "get_usage_stats", "summarize_file"]:
+                assert tools[name].annotations.read_only_hint is True, name
+            assert tools["delete_file"].annotations.destructive_hint is True
+            assert tools["write_file"].annotations.read_only_hint is False
+            since = tools["read_file"].input_schema["properties"]["since_version"]
+            assert "instead of the whole content" in since["description"]
+
+    run(go())
+
+
+def test_versions_and_diffs(db, era):
+    old = "".join(f"line {i}\n" for i in range(1, 301))
+    new = old.replace("line 150\n", "line one-fifty\n")
+
+    async def go():
+        async with connect(db, era) as s:
+            assert await s.ok("write_file", agent_id="a", path="doc.md", content=old) == {
+                "path": "doc.md", "version": 1, "bytes": len(old), "unchanged": False}
+            again = await s.ok("write_file", agent_id="a", path="doc.md", content=old)
+            assert again["unchanged"] is True and again["version"] == 1
+            assert (await s.ok("write_file", agent_id="a", path="doc.md", content=new))["version"] == 2
+
+            compact = await s.ok("read_file", agent_id="a", path="doc.md", since_version=1)
+            assert compact["current_version"] == 2 and compact["since_version"] == 1
+            assert [c["op"] for c in compact["diff"]] == ["skip", "equal", "remove", "add", "equal", "skip"]
+            assert apply_diff(old, compact["diff"]) == new
+            assert len(json.dumps(compact)) * 5 < len(new), "a fifth of the bytes or less"
+
+            full = await s.ok("read_file", agent_id="a", path="doc.md", since_version=1, full_diff=True)
+            assert apply_diff(old, full["diff"]) == new
+            assert all(c["op"] != "skip" for c in full["diff"])
+
+            whole = await s.ok("read_file", agent_id="a", path="doc.md")
+            assert whole == {"path": "doc.md", "current_version": 2, "content": new}
+
+            for i in range(3, 13):
+                await s.ok("write_file", agent_id="a", path="doc.md", content=f"{new}{i}")
+            pruned = await s.ok("read_file", agent_id="a", path="doc.md", since_version=2)
+            assert pruned["version_too_old"] is True and pruned["content"] == f"{new}12"
+            newer = await s.err("read_file", agent_id="a", path="doc.md", since_version=13)
+            assert newer == 'since_version 13 is newer than the current version 12 of "doc.md"'
+
+    run(go())
+
+
+def test_errors_name_the_rule_and_the_value_and_nothing_else(db, era):
+    async def go():
+        async with connect(db, era) as s:
+            assert await s.err("write_file", agent_id="a", path="notes/../x", content="c") == (
+                "path must not contain '..' (got \"notes/../x\")")
+            too_big = "x" * (1024 * 1024 + 1)
+            assert await s.err("write_file", agent_id="a", path="f", content=too_big) == (
+                "content is 1048577 bytes; the limit for one write is 1048576 bytes")
+            assert (await s.err("list_files", agent_id="bad id")).startswith("agent_id may contain only")
+            missing = await s.err("read_file", agent_id="a", path="nope")
+            assert missing == 'no file at path "nope" for agent "a"'
+            for text in [missing, too_big[:0]]:
+                assert str(db) not in text and "SELECT" not in text
+            stats = await s.ok("get_usage_stats", agent_id="a")
+            assert stats["file_count"] == 0 and stats["total_operations"] == 0
+
+    run(go())
+
+
+def test_log_paging_across_250_entries(db, era):
+    async def go():
+        async with connect(db, era) as s:
+            for i in range(1, 251):
+                entry = {"step": i} if i % 2 else f"step {i}"
+                assert (await s.ok("append_log", agent_id="a", path="run", entry=entry))["entry_id"] == i
+            seen, cursor, pages = [], None, 0
+            while True:
+                args = {"agent_id": "a", "path": "run"}
+                if cursor is not None:
+                    args["since_entry"] = cursor
+                page = await s.ok("read_log", **args)
+                pages += 1
+                seen += page["entries"]
+                cursor = page["last_entry_id"]
+                if not page["has_more"]:
+                    break
+            assert pages == 3
+            assert [e["id"] for e in seen] == list(range(1, 251))
+            assert seen[0]["entry"] == {"step": 1} and seen[1]["entry"] == "step 2"
+
+    run(go())
+
+
+def test_agents_are_isolated(db, era):
+    async def go():
+        async with connect(db, era) as s:
+            await s.ok("write_file", agent_id="alice", path="plan", content="alice only")
+            await s.ok("append_log", agent_id="alice", path="log", entry="a")
+            assert (await s.ok("list_files", agent_id="alice2"))["files"] == []
+            assert (await s.ok("read_log", agent_id="alice2", path="log"))["entries"] == []
+            assert (await s.err("read_file", agent_id="alice2", path="plan")).startswith("no file")
+            assert (await s.ok("delete_file", agent_id="alice2", path="plan"))["deleted"] is False
+            assert (await s.ok("get_usage_stats", agent_id="alice2"))["total_bytes"] == 0
+            assert (await s.ok("read_file", agent_id="alice", path="plan"))["content"] == "alice only"
+
+    run(go())
+
+
+def test_data_survives_a_restart(db, era):
+    async def first():
+        async with connect(db, era) as s:
+            await s.ok("write_file", agent_id="a", path="f", content="v1")
+            await s.ok("write_file", agent_id="a", path="f", content="v2")
+            await s.ok("delete_file", agent_id="a", path="f")
+
+    async def second():
+        async with connect(db, era) as s:
+            assert (await s.ok("write_file", agent_id="a", path="f", content="v3"))["version"] == 3
+            assert (await s.ok("list_files", agent_id="a"))["files"][0]["version"] == 3
+
+    run(first())
+    run(second())
+
+
+def test_summarize_without_a_key(db, era):
+    async def go():
+        async with connect(db, era, ANTHROPIC_API_KEY="") as s:
+            await s.ok("write_file", agent_id="a", path="short", content="brief")
+            short = await s.ok("summarize_file", agent_id="a", path="short")
+            assert short == {"path": "short", "version": 1, "summarized": False, "content": "brief"}
+            await s.ok("write_file", agent_id="a", path="long", content="word " * 2000)
+            message = await s.err("summarize_file", agent_id="a", path="long")
+            assert "ANTHROPIC_API_KEY" in message
+            assert (await s.ok("read_file", agent_id="a", path="long"))["current_version"] == 1
+
+    run(go())
+
+
+def test_text_content_mirrors_structured_content(db, era):
+    async def go():
+        async with connect(db, era) as s:
+            result = await s.client.call_tool("write_file", {"agent_id": "a", "path": "f", "content": "x"})
+            assert json.loads(result.content[0].text) == result.structured_content
+
+    run(go())
+
+
+def test_stdout_carries_only_mcp_messages(db):
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_file", "arguments": {"agent_id": "a", "path": "missing"}}},
+    ]
+    proc = subprocess.run(
+        [str(BINARY), "--db", str(db), "--cache-dir", CACHE_DIR, "--log", "debug"],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True, text=True, timeout=60,
+    )
+    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    assert [json.loads(l)["id"] for l in lines] == [1, 2]
+    assert all(json.loads(l)["jsonrpc"] == "2.0" for l in lines)
+    assert "tool call" in proc.stderr, "logs go to stderr"
+
+
+def test_help_and_version():
+    help_text = subprocess.run([str(BINARY), "--help"], capture_output=True, text=True, check=True).stdout
+    assert "--db" in help_text and "SCRATCHPAD_DB_PATH" in help_text
+    version = subprocess.run([str(BINARY), "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.startswith("scratchpad-mcp ")
