@@ -85,7 +85,7 @@ fn build_guest(root: &Path, out: &Path) {
     fs::copy(&built, out).unwrap_or_else(|e| fail(&format!("copy {}: {e}", built.display())));
 }
 
-/// Writes `TOOL_DOCS`: for each function of the `tools` interface, its MCP name, its doc
+/// Writes `TOOL_DOCS` (of `ToolDoc`, defined in `src/tools.rs`): for each function of the `tools` interface, its MCP name, its doc
 /// comment, and the doc comments of its request record's fields.
 fn write_tool_docs(wit: &Path, out: &Path) {
     println!("cargo:rerun-if-changed={}", wit.display());
@@ -95,8 +95,7 @@ fn write_tool_docs(wit: &Path, out: &Path) {
         .unwrap_or_else(|e| fail(&format!("wit/ does not parse: {e:#}")));
     let tools = resolve.packages[package].interfaces["tools"];
     let mut code = String::from(
-        "/// (MCP tool name, description, [(argument, description)]), from `wit/scratchpad.wit`.\n\
-         pub const TOOL_DOCS: &[(&str, &str, &[(&str, &str)])] = &[\n",
+        "/// The words of `wit/scratchpad.wit` for each tool.\npub const TOOL_DOCS: &[ToolDoc] = &[\n",
     );
     for (name, func) in &resolve.interfaces[tools].functions {
         let docs = func.docs.contents.as_deref().unwrap_or_default();
@@ -112,7 +111,7 @@ fn write_tool_docs(wit: &Path, out: &Path) {
         }
         write!(
             code,
-            "    ({:?}, {:?}, &[",
+            "    ToolDoc {{ name: {:?}, description: {:?}, args: &[",
             name.replace('-', "_"),
             one_line(docs)
         )
@@ -120,7 +119,7 @@ fn write_tool_docs(wit: &Path, out: &Path) {
         for (field, doc) in fields {
             write!(code, "({field:?}, {doc:?}), ").expect("write to String");
         }
-        code.push_str("]),\n");
+        code.push_str("] },\n");
     }
     code.push_str("];\n");
     fs::write(out, code).expect("write tool_docs.rs");

@@ -11,6 +11,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// A tool's words, from its WIT doc comments.
+pub struct ToolDoc {
+    /// The MCP tool name.
+    pub name: &'static str,
+    /// The function's doc comment.
+    pub description: &'static str,
+    /// (argument, doc comment) for each documented field of its request record.
+    pub args: &'static [(&'static str, &'static str)],
+}
+
 include!(concat!(env!("OUT_DIR"), "/tool_docs.rs"));
 
 /// The eight tools.
@@ -83,8 +93,8 @@ impl ToolName {
     pub fn docs(self) -> (&'static str, &'static [(&'static str, &'static str)]) {
         TOOL_DOCS
             .iter()
-            .find(|(name, _, _)| *name == self.as_str())
-            .map(|(_, doc, args)| (*doc, *args))
+            .find(|doc| doc.name == self.as_str())
+            .map(|doc| (doc.description, doc.args))
             .unwrap_or(("", &[]))
     }
 
