@@ -5,4 +5,6 @@ mod common;
 mod files;
 mod isolation;
 mod logs;
+mod standin;
 mod storage;
+mod summaries;
