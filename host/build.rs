@@ -8,19 +8,15 @@
 //! `SCRATCHPAD_GUEST_WASM=path` skips step 1 and embeds that file instead (for packagers that
 //! build the component separately).
 
+use build_support::{build_component, fail, workspace_root};
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use wit_parser::{Resolve, Type, TypeDefKind};
 
-const GUEST_TARGET: &str = "wasm32-wasip2";
-
 fn main() {
-    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest_dir.parent().expect("host/ sits in the workspace");
+    let root = workspace_root();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
 
     write_tool_docs(&root.join("wit"), &out_dir.join("tool_docs.rs"));
@@ -31,58 +27,13 @@ fn main() {
             println!("cargo:rerun-if-changed={}", Path::new(&prebuilt).display());
             fs::copy(&prebuilt, &wasm).expect("copy SCRATCHPAD_GUEST_WASM");
         }
-        None => build_guest(root, &wasm),
-    }
-}
-
-/// Runs a nested cargo for the guest, with its own target folder so it never waits on the
-/// outer build's lock, and without the outer build's wrappers and flags (clippy, coverage).
-fn build_guest(root: &Path, out: &Path) {
-    for watched in ["wit", "guest/src", "guest/Cargo.toml", "Cargo.lock"] {
-        println!("cargo:rerun-if-changed={}", root.join(watched).display());
-    }
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let target_libdir = Command::new(&rustc)
-        .args(["--print", "target-libdir", "--target", GUEST_TARGET])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    if !target_libdir.is_some_and(|dir| dir.exists()) {
-        fail(&format!(
-            "the {GUEST_TARGET} target is not installed; add it with `rustup target add {GUEST_TARGET}`"
-        ));
-    }
-
-    let target_dir = root.join("target").join("guest-build");
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args([
-            "build",
-            "--package",
+        None => build_component(
             "scratchpad-guest",
-            "--profile",
             "guest",
-        ])
-        .args(["--target", GUEST_TARGET, "--target-dir"])
-        .arg(&target_dir)
-        .env_remove("RUSTC_WRAPPER")
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET")
-        .status()
-        .unwrap_or_else(|e| fail(&format!("could not run cargo to build the guest: {e}")));
-    if !status.success() {
-        fail("building the guest component failed (see the errors above)");
+            &["guest/src", "guest/Cargo.toml"],
+            &wasm,
+        ),
     }
-    let built = target_dir
-        .join(GUEST_TARGET)
-        .join("guest")
-        .join("scratchpad_guest.wasm");
-    fs::copy(&built, out).unwrap_or_else(|e| fail(&format!("copy {}: {e}", built.display())));
 }
 
 /// Writes `TOOL_DOCS` (of `ToolDoc`, defined in `src/tools.rs`): for each function of the `tools` interface, its MCP name, its doc
@@ -127,10 +78,4 @@ fn write_tool_docs(wit: &Path, out: &Path) {
 
 fn one_line(doc: &str) -> String {
     doc.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn fail(message: &str) -> ! {
-    println!("cargo:warning={message}");
-    eprintln!("error: {message}");
-    std::process::exit(1);
 }

@@ -4,16 +4,14 @@
 // `export!` expands to the canonical-ABI entry points, which are `unsafe extern` functions.
 #![allow(unsafe_code)]
 
-use crate::api::{self, Guest};
 use crate::bindings::scratchpad::mcp::storage::{self, FileState};
 use crate::bindings::scratchpad::mcp::summariser::{self, SummaryRequest};
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::{Storage, Summariser};
-use crate::tools;
-use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage};
+use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, Usage};
 
-/// The imports, seen as the ports.
-struct Imports;
+/// The WIT imports, seen as the ports.
+pub struct Imports;
 
 impl Storage for Imports {
     fn stat_file(&self, a: &AgentId, p: &FilePath) -> Result<Option<FileState>, StorageError> {
@@ -101,34 +99,45 @@ impl Summariser for Imports {
     }
 }
 
-/// The exported component.
-struct Component;
+/// The tools as this component's exports (the `export` feature).
+#[cfg(feature = "export")]
+mod export {
+    use super::Imports;
+    use crate::api::{self, Guest};
+    use crate::tools;
+    use crate::{FileMeta, ToolError};
 
-impl Guest for Component {
-    fn write_file(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
-        tools::write_file(&Imports, r)
+    /// The exported component.
+    struct Component;
+
+    impl Guest for Component {
+        fn write_file(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
+            tools::write_file(&Imports, r)
+        }
+        fn read_file(r: api::ReadFileRequest) -> Result<api::ReadFileResult, ToolError> {
+            tools::read_file(&Imports, r)
+        }
+        fn append_log(r: api::AppendLogRequest) -> Result<api::AppendLogResult, ToolError> {
+            tools::append_log(&Imports, r)
+        }
+        fn read_log(r: api::ReadLogRequest) -> Result<api::LogPage, ToolError> {
+            tools::read_log(&Imports, r)
+        }
+        fn list_files(r: api::ListFilesRequest) -> Result<Vec<FileMeta>, ToolError> {
+            tools::list_files(&Imports, r)
+        }
+        fn delete_file(r: api::DeleteFileRequest) -> Result<api::DeleteFileResult, ToolError> {
+            tools::delete_file(&Imports, r)
+        }
+        fn summarize_file(
+            r: api::SummarizeFileRequest,
+        ) -> Result<api::SummarizeFileResult, ToolError> {
+            tools::summarize_file(&Imports, &Imports, r)
+        }
+        fn get_usage_stats(agent_id: String) -> Result<api::UsageStats, ToolError> {
+            tools::get_usage_stats(&Imports, &agent_id)
+        }
     }
-    fn read_file(r: api::ReadFileRequest) -> Result<api::ReadFileResult, ToolError> {
-        tools::read_file(&Imports, r)
-    }
-    fn append_log(r: api::AppendLogRequest) -> Result<api::AppendLogResult, ToolError> {
-        tools::append_log(&Imports, r)
-    }
-    fn read_log(r: api::ReadLogRequest) -> Result<api::LogPage, ToolError> {
-        tools::read_log(&Imports, r)
-    }
-    fn list_files(r: api::ListFilesRequest) -> Result<Vec<FileMeta>, ToolError> {
-        tools::list_files(&Imports, r)
-    }
-    fn delete_file(r: api::DeleteFileRequest) -> Result<api::DeleteFileResult, ToolError> {
-        tools::delete_file(&Imports, r)
-    }
-    fn summarize_file(r: api::SummarizeFileRequest) -> Result<api::SummarizeFileResult, ToolError> {
-        tools::summarize_file(&Imports, &Imports, r)
-    }
-    fn get_usage_stats(agent_id: String) -> Result<api::UsageStats, ToolError> {
-        tools::get_usage_stats(&Imports, &agent_id)
-    }
+
+    crate::bindings::export!(Component with_types_in crate::bindings);
 }
-
-crate::bindings::export!(Component with_types_in crate::bindings);

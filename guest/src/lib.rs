@@ -13,6 +13,8 @@
 //! - [`ports`]: the storage and summariser the logic runs against.
 //! - [`tools`]: the eight tools, one function each.
 //! - `component` (wasm only): binds the tools to the WIT exports and the ports to the imports.
+//!   The export is the `export` feature (on by default); a crate that wraps these tools in a
+//!   component of its own turns it off and uses [`Imports`] and `bindings::export!`.
 
 pub mod diff;
 pub mod limits;
@@ -22,6 +24,8 @@ pub mod tools;
 
 #[cfg(target_arch = "wasm32")]
 mod component;
+#[cfg(target_arch = "wasm32")]
+pub use component::Imports;
 
 #[cfg(test)]
 mod memory;
@@ -33,6 +37,8 @@ pub mod bindings {
         path: "../wit",
         world: "scratchpad",
         additional_derives: [PartialEq, Eq],
+        // Lets another component (the tests' hostile guests) wrap these tools.
+        pub_export_macro: true,
     });
 }
 

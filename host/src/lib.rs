@@ -41,10 +41,15 @@ pub enum OpenError {
 }
 
 impl Service {
-    /// Opens the SQLite store and loads the component as `settings` say.
+    /// Opens the SQLite store and loads the embedded component as `settings` say.
     pub fn open(settings: &Settings) -> Result<Self, OpenError> {
+        Self::open_with_component(settings, sandbox::GUEST_COMPONENT)
+    }
+
+    /// The same with another build of the component (tests load hostile ones).
+    pub fn open_with_component(settings: &Settings, wasm: &[u8]) -> Result<Self, OpenError> {
         let backend = storage::Sqlite::open(&settings.db)?;
-        let sandbox = sandbox::Sandbox::new(settings.cache_dir.as_deref())?;
+        let sandbox = sandbox::Sandbox::with_component(wasm, settings.cache_dir.as_deref())?;
         let model =
             summariser::SingleFlight::new(summariser::Anthropic::new(settings.anthropic.clone()));
         Ok(Service::new(sandbox, Box::new(backend), Arc::new(model)))

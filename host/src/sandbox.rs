@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
+use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
 
 /// The guest component, built from `guest/` by `build.rs`.
 pub const GUEST_COMPONENT: &[u8] =
@@ -26,6 +26,9 @@ pub const GUEST_COMPONENT: &[u8] =
 /// 1 MiB files of one-character lines, holds both texts, two slices of 2^20 line references
 /// and the owned chunks: about 80 MiB. 256 MiB leaves room for allocator slack.
 pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
+
+/// Most elements one table may hold: the component's own tables are a few hundred entries.
+pub const TABLE_LIMIT: usize = 100_000;
 
 /// How often the epoch ticks: the granularity of the time limit.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -53,16 +56,47 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
-    fn from_wasmtime(e: &wasmtime::Error) -> Self {
+    fn from_wasmtime(e: &wasmtime::Error, limits: &CallLimits) -> Self {
+        if limits.hit_memory_limit {
+            return SandboxError::MemoryLimit;
+        }
         match e.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => SandboxError::TimeLimit,
-            Some(Trap::AllocationTooLarge) => SandboxError::MemoryLimit,
             Some(trap) => SandboxError::Trap(trap.to_string()),
-            None if e.to_string().contains("forcing a memory growth failure") => {
-                SandboxError::MemoryLimit
-            }
             None => SandboxError::Trap(e.root_cause().to_string()),
         }
+    }
+}
+
+/// The resource limits of one call, remembering whether the guest ran into them.
+#[derive(Debug, Default)]
+pub struct CallLimits {
+    hit_memory_limit: bool,
+}
+
+impl ResourceLimiter for CallLimits {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > MEMORY_LIMIT {
+            // An error (not `Ok(false)`) traps at once, rather than letting the guest's
+            // allocator see a failed grow and abort in a way that reads like a bug.
+            self.hit_memory_limit = true;
+            return Err(wasmtime::Error::msg("memory limit"));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= TABLE_LIMIT)
     }
 }
 
@@ -74,13 +108,8 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// Loads the embedded guest component, from the compile cache in `cache_dir` when it
-    /// holds a copy compiled by this engine configuration.
-    pub fn new(cache_dir: Option<&Path>) -> Result<Self, SandboxError> {
-        Self::with_component(GUEST_COMPONENT, cache_dir)
-    }
-
-    /// Loads another build of the component (tests use hostile ones).
+    /// Loads a component (normally [`GUEST_COMPONENT`]), from the compile cache in
+    /// `cache_dir` when it holds a copy compiled by this engine configuration.
     pub fn with_component(wasm: &[u8], cache_dir: Option<&Path>) -> Result<Self, SandboxError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
@@ -135,7 +164,7 @@ impl Sandbox {
             .instantiate(&mut store)
             .and_then(|instance| call(&instance, &mut store))
             .map_err(|e| {
-                let error = SandboxError::from_wasmtime(&e);
+                let error = SandboxError::from_wasmtime(&e, &store.data().limits);
                 tracing::warn!(error = %e, "guest call failed");
                 error
             });
@@ -147,14 +176,6 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         self.ticker_stop.store(true, Ordering::Relaxed);
     }
-}
-
-/// The store limits of one call.
-pub fn store_limits() -> StoreLimits {
-    StoreLimitsBuilder::new()
-        .memory_size(MEMORY_LIMIT)
-        .trap_on_grow_failure(true)
-        .build()
 }
 
 /// Compiles the component, or loads it from the cache, refreshing a stale or broken entry.

@@ -1,5 +1,6 @@
 //! A scratchpad in a temporary folder, and helpers to call its tools as MCP would.
 
+use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
 use serde_json::{Map, Value};
@@ -11,11 +12,21 @@ pub struct Scratch {
     pub dir: TempDir,
     service: Option<Service>,
     anthropic: AnthropicConfig,
+    component: &'static [u8],
 }
 
 /// All tests share one compiled-component cache, so Cranelift runs once per test run.
 fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
+/// A summariser with no key: it never makes a request.
+fn no_key() -> AnthropicConfig {
+    AnthropicConfig {
+        api_key: None,
+        base_url: "http://127.0.0.1:9".into(),
+        model: DEFAULT_MODEL.into(),
+    }
 }
 
 fn settings(db: &Path, anthropic: &AnthropicConfig) -> Settings {
@@ -29,22 +40,29 @@ fn settings(db: &Path, anthropic: &AnthropicConfig) -> Settings {
 impl Scratch {
     /// A new, empty store with no summariser key.
     pub fn new() -> Self {
-        Self::with_anthropic(AnthropicConfig {
-            api_key: None,
-            base_url: "http://127.0.0.1:9".into(),
-            model: DEFAULT_MODEL.into(),
-        })
+        Self::with_anthropic(no_key())
     }
 
     /// A new, empty store whose summariser is configured as given.
     pub fn with_anthropic(anthropic: AnthropicConfig) -> Self {
+        Self::with(anthropic, GUEST_COMPONENT)
+    }
+
+    /// A new, empty store served by another build of the component.
+    pub fn with_component(component: &'static [u8]) -> Self {
+        Self::with(no_key(), component)
+    }
+
+    fn with(anthropic: AnthropicConfig, component: &'static [u8]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let service = Service::open(&settings(&dir.path().join("store.db"), &anthropic))
+        let db = dir.path().join("store.db");
+        let service = Service::open_with_component(&settings(&db, &anthropic), component)
             .expect("open service");
         Self {
             dir,
             service: Some(service),
             anthropic,
+            component,
         }
     }
 
@@ -55,7 +73,9 @@ impl Scratch {
     /// Stops the service and starts a new one on the same file, as a client restart would.
     pub fn restart(&mut self) {
         self.service = None;
-        self.service = Some(Service::open(&settings(&self.db(), &self.anthropic)).expect("reopen"));
+        let settings = settings(&self.db(), &self.anthropic);
+        self.service =
+            Some(Service::open_with_component(&settings, self.component).expect("reopen"));
     }
 
     /// Calls a tool; the structured result, or the error text a client would read.

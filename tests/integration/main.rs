@@ -5,6 +5,7 @@ mod common;
 mod files;
 mod isolation;
 mod logs;
+mod sandbox;
 mod standin;
 mod storage;
 mod summaries;

@@ -8,12 +8,11 @@ mod storage;
 mod summariser;
 
 use crate::bindings::scratchpad::mcp::types;
-use crate::sandbox::store_limits;
+use crate::sandbox::CallLimits;
 use crate::storage::{StoreError, Txn};
 use crate::summariser::SummaryModel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -28,7 +27,7 @@ pub struct CallState {
     started: Instant,
     /// Time spent inside imports, which does not count against the CPU limit.
     in_imports: Duration,
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: CallLimits,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -44,7 +43,7 @@ impl CallState {
             failure: None,
             started: Instant::now(),
             in_imports: Duration::ZERO,
-            limits: store_limits(),
+            limits: CallLimits::default(),
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
         }

@@ -1,0 +1,184 @@
+//! A hostile guest cannot take the server down, reach another agent's data, or leave half a
+//! call committed. Each misbehaviour fails its own call cleanly; the next call works.
+
+use crate::common::Scratch;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// The hostile guest of `tests/hostile-guest/`, built by `tests/build.rs`.
+const HOSTILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
+
+fn hostile() -> Scratch {
+    Scratch::with_component(HOSTILE)
+}
+
+fn write_as(s: &Scratch, agent: &str) -> Result<serde_json::Value, String> {
+    s.call(
+        "write_file",
+        json!({ "agent_id": agent, "path": "f", "content": "x" }),
+    )
+}
+
+/// After a failure, the same service still answers a normal call, quickly.
+fn still_serving(s: &Scratch) {
+    let started = Instant::now();
+    assert_eq!(s.write("honest", "after", "fine")["version"], 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_runaway_loop_is_stopped_at_the_time_limit() {
+    let s = hostile();
+    let started = Instant::now();
+    assert_eq!(
+        write_as(&s, "spin").unwrap_err(),
+        "the tool logic ran past its 5-second time limit; nothing was changed"
+    );
+    let stopped = started.elapsed();
+    println!("figure: runaway call stopped after {stopped:?} (limit 5 s, tick 10 ms)");
+    assert!(
+        stopped >= Duration::from_secs(5) && stopped < Duration::from_secs(7),
+        "{stopped:?}"
+    );
+    still_serving(&s);
+}
+
+#[test]
+fn a_memory_bomb_hits_the_memory_limit() {
+    let s = hostile();
+    assert_eq!(
+        write_as(&s, "bomb").unwrap_err(),
+        "the tool logic ran out of its 256 MiB memory limit; nothing was changed"
+    );
+    still_serving(&s);
+}
+
+#[test]
+fn a_panic_and_a_stack_overflow_fail_only_their_call() {
+    let s = hostile();
+    let panic = write_as(&s, "panic").unwrap_err();
+    assert!(
+        panic.starts_with("the tool logic failed (") && panic.ends_with("; nothing was changed"),
+        "{panic}"
+    );
+    let overflow = write_as(&s, "recurse").unwrap_err();
+    assert!(overflow.contains("stack"), "{overflow}");
+    still_serving(&s);
+}
+
+#[test]
+fn a_trap_after_a_write_rolls_the_write_back() {
+    let s = hostile();
+    assert!(
+        write_as(&s, "write-then-panic")
+            .unwrap_err()
+            .starts_with("the tool logic failed")
+    );
+    assert!(
+        s.err(
+            "read_file",
+            json!({ "agent_id": "write-then-panic", "path": "f" })
+        )
+        .starts_with("no file")
+    );
+    let usage = s.usage("write-then-panic");
+    assert_eq!(
+        (usage["total_bytes"].as_u64(), usage["file_count"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // The version number was not used up either.
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let rows: i64 = db
+        .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0);
+    still_serving(&s);
+}
+
+#[test]
+fn another_agents_namespace_is_refused_even_if_the_guest_ignores_the_refusal() {
+    let s = hostile();
+    s.write("victim", "f", "the victim's text");
+    let e = write_as(&s, "swallow").unwrap_err();
+    assert!(
+        e.starts_with("the server refused a request of the tool logic"),
+        "{e}"
+    );
+    assert!(
+        e.contains("named agent \"victim\" in a call for agent \"swallow\""),
+        "{e}"
+    );
+    assert_eq!(
+        s.ok("read_file", json!({ "agent_id": "victim", "path": "f" }))["content"],
+        "the victim's text"
+    );
+    assert!(
+        s.err("read_file", json!({ "agent_id": "swallow", "path": "f" }))
+            .starts_with("no file"),
+        "its own write was rolled back"
+    );
+
+    let stolen = s.err("read_file", json!({ "agent_id": "thief", "path": "f" }));
+    assert!(!stolen.contains("the victim's text"), "{stolen}");
+    assert!(stolen.contains("refused"), "{stolen}");
+    still_serving(&s);
+}
+
+#[test]
+fn answers_about_something_else_are_refused() {
+    let s = hostile();
+    let e = write_as(&s, "wrong-path").unwrap_err();
+    assert_eq!(
+        e,
+        "the tool logic gave an answer the server refuses (asked about path \"f\", answered about \"somewhere/else\"); nothing was changed"
+    );
+    assert!(
+        s.err(
+            "read_file",
+            json!({ "agent_id": "wrong-path", "path": "f" })
+        )
+        .starts_with("no file")
+    );
+    s.write("stray", "a/1", "x");
+    let e = s.err("list_files", json!({ "agent_id": "stray", "prefix": "a/" }));
+    assert!(
+        e.contains("listed \"not/under/the/prefix\" for prefix \"a/\""),
+        "{e}"
+    );
+    still_serving(&s);
+}
+
+fn resident_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_thousand_traps_in_a_row_leave_the_server_whole() {
+    const CALLS: usize = 1_000;
+    let s = hostile();
+    write_as(&s, "panic").unwrap_err(); // warm up: first instance, allocator pools
+    let (before, started) = (resident_kib(), Instant::now());
+    let failed = (0..CALLS)
+        .filter(|_| write_as(&s, "panic").is_err())
+        .count();
+    let (elapsed, after) = (started.elapsed(), resident_kib());
+    println!(
+        "figure: {CALLS} trapping calls in {elapsed:?} ({:?} each), {failed} failed cleanly, 0 crashes, RSS {before} -> {after} KiB",
+        elapsed / CALLS as u32
+    );
+    assert_eq!(failed, CALLS);
+    assert!(
+        after < before + 64 * 1024,
+        "memory grew from {before} to {after} KiB"
+    );
+    still_serving(&s);
+}
