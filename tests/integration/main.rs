@@ -1,6 +1,9 @@
 //! Integration tests: the real host runs the real guest component over real SQLite files.
 //! One binary, one module per concern.
 
+// Some tests report figures (times, memory) as well as asserting.
+#![allow(clippy::print_stdout)]
+
 mod common;
 mod files;
 mod isolation;
