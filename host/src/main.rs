@@ -47,16 +47,25 @@ struct Cli {
     log: String,
 }
 
+/// A plain level applies to this server and its MCP library only: trace logs from Cranelift
+/// compiling the component would run to gigabytes. A full filter is taken as written.
+fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
+    let directives = if log.contains(['=', ',']) {
+        log.to_owned()
+    } else {
+        format!("warn,scratchpad_mcp={log},rmcp={log}")
+    };
+    tracing_subscriber::EnvFilter::try_new(&directives)
+        .with_context(|| format!("--log {log:?} is not a log level or filter"))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&cli.log)
-                .with_context(|| format!("--log {:?} is not a log level", cli.log))?,
-        )
+        .with_env_filter(log_filter(&cli.log)?)
         .init();
 
     let settings = Settings::resolve(cli.db, cli.cache_dir)?;

@@ -73,3 +73,69 @@ def connect(db, era, **env):
             return await self.client.__aexit__(*exc)
 
     return _Ctx()
+
+
+class RawServer:
+    """The binary driven by hand over stdio: one request at a time, each after the previous
+    answer, as an agent works. For tests that need the process itself (kill it, run several,
+    read its stderr). stderr goes to a file: a pipe nobody reads would fill and stall it."""
+
+    def __init__(self, db, errlog, *, log="warn", **env):
+        import subprocess
+
+        self.errlog = open(errlog, "a+")
+        self.proc = subprocess.Popen(
+            [str(BINARY), "--db", str(db), "--cache-dir", CACHE_DIR, "--log", log],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog, text=True,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
+        )
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "raw", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message):
+        import json
+
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, method, params):
+        """The JSON-RPC result, or None if the process died first."""
+        import json
+
+        self.next_id += 1
+        try:
+            self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            return None
+        if not line:
+            return None
+        answer = json.loads(line)
+        assert answer["id"] == self.next_id
+        return answer["result"]
+
+    def call(self, tool, **args):
+        """(ok, structured content or error text), or None if the process died first."""
+        result = self.request("tools/call", {"name": tool, "arguments": args})
+        if result is None:
+            return None
+        if result.get("isError"):
+            return False, result["content"][0]["text"]
+        return True, result["structuredContent"]
+
+    def stderr(self):
+        self.errlog.flush()
+        self.errlog.seek(0)
+        return self.errlog.read()
+
+    def close(self):
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        return self.proc.stdout.read()
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(timeout=30)

@@ -2,12 +2,11 @@
 a key that must never appear in anything the server writes."""
 
 import json
-import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import BINARY, CACHE_DIR, connect, run
+from conftest import RawServer, connect, run
 
 KEY = "sk-ant-e2e-NEVER-PRINT-91c2"
 LONG = "".join(f"Paragraph {i}: the migration runs on Friday at 18:00.\n" for i in range(300))
@@ -56,49 +55,28 @@ def standin():
 
 
 def test_the_key_never_reaches_stdout_or_stderr(db, standin, tmp_path):
-    def call(i, name, **args):
-        return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    # Everything at trace (reqwest, hyper and rustls included) but the compiler.
+    quiet = ",".join(f"{c}=warn" for c in ["cranelift_codegen", "cranelift_frontend", "regalloc2",
+                                           "wasmtime", "wasmtime_cranelift", "wasmtime_environ"])
+    server = RawServer(db, tmp_path / "stderr.log", log=f"trace,{quiet}",
+                       ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=standin.url)
+    assert server.call("write_file", agent_id="a", path="plan.md", content=LONG)[0]
+    first = server.call("summarize_file", agent_id="a", path="plan.md")
+    second = server.call("summarize_file", agent_id="a", path="plan.md")
+    assert server.call("write_file", agent_id="a", path="plan.md", content=LONG + "more\n")[0]
+    refused = server.call("summarize_file", agent_id="a", path="plan.md")
+    stdout = server.close()
 
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        call(2, "write_file", agent_id="a", path="plan.md", content=LONG),
-        call(3, "summarize_file", agent_id="a", path="plan.md"),
-        call(4, "summarize_file", agent_id="a", path="plan.md"),
-        call(5, "write_file", agent_id="a", path="plan.md", content=LONG + "more\n"),
-        call(6, "summarize_file", agent_id="a", path="plan.md"),
-    ]
-    # One request at a time, each after the previous answer, as an agent works. stderr goes
-    # to a file: trace logging would fill a pipe nobody reads until the end.
-    errlog = open(tmp_path / "stderr.log", "w+")
-    proc = subprocess.Popen(
-        [str(BINARY), "--db", str(db), "--cache-dir", CACHE_DIR, "--log", "trace"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, text=True,
-        env={"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": standin.url},
-    )
-    answers = {}
-    for r in requests:
-        proc.stdin.write(json.dumps(r) + "\n")
-        proc.stdin.flush()
-        if "id" in r:
-            line = json.loads(proc.stdout.readline())
-            answers[line["id"]] = line["result"]
-    proc.stdin.close()
-    stdout = proc.stdout.read()
-    proc.wait(timeout=30)
-    errlog.seek(0)
-    stderr = errlog.read()
-
-    assert answers[3]["structuredContent"]["summary"] == "Migration on Friday 18:00."
-    assert answers[4]["structuredContent"]["cached"] is True
-    assert answers[6]["isError"] is True
-    assert "refused the key" in answers[6]["content"][0]["text"]
+    assert first == (True, {"path": "plan.md", "version": 1, "summarized": True,
+                            "summary": "Migration on Friday 18:00.", "cached": False,
+                            "model": "claude-haiku-5-5"})
+    assert second[1]["cached"] is True
+    assert refused == (False, "the Anthropic API refused the key (HTTP 401); check ANTHROPIC_API_KEY")
     assert len(standin.requests) == 2
     assert all(headers["x-api-key"] == KEY for _, headers, _ in standin.requests)
-    everything = json.dumps(answers) + stdout + stderr
-    assert KEY not in everything
-    assert "summarize_file" in stderr or "tool call" in stderr, "trace logging was on"
+    stderr = server.stderr()
+    assert "tool call" in stderr and "reqwest" in stderr, "trace logging was on"
+    assert KEY not in json.dumps([first, second, refused]) + stdout + stderr
 
 
 def test_cached_summaries_through_the_sdk(db, era):
