@@ -1,12 +1,13 @@
 //! The `scratchpad-mcp` command: serves MCP over stdio.
 //!
-//! stdout carries MCP messages only; every log line goes to stderr.
+//! stdout carries MCP messages only; every log line, and a fatal error, goes to stderr.
 
 use anyhow::Context;
 use clap::Parser;
 use scratchpad_mcp::mcp::McpServer;
 use scratchpad_mcp::{Service, Settings};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Persistent, token-efficient storage for AI agents, served over MCP (stdio).
@@ -59,9 +60,26 @@ fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
         .with_context(|| format!("--log {log:?} is not a log level or filter"))
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+/// Reports a fatal error as one line of causes: never a backtrace, even with
+/// `RUST_BACKTRACE` set, since stderr is shown to users by their MCP client.
+fn fail(e: &anyhow::Error) -> ExitCode {
+    eprintln!("scratchpad-mcp: {e:#}");
+    ExitCode::FAILURE
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)

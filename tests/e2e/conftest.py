@@ -125,6 +125,10 @@ class RawServer:
             return False, result["content"][0]["text"]
         return True, result["structuredContent"]
 
+    @staticmethod
+    def binary():
+        return BINARY
+
     def stderr(self):
         self.errlog.flush()
         self.errlog.seek(0)

@@ -77,8 +77,34 @@ fn a_writer_held_off_past_the_deadline_gets_busy_and_nothing_changes() {
         waited >= Duration::from_secs(4) && waited < Duration::from_secs(30),
         "{waited:?}"
     );
+    // Reads do not wait behind a writer; their operations are counted all the same.
+    let started = Instant::now();
+    assert_eq!(
+        s.ok("read_file", json!({ "agent_id": "a", "path": "f" }))["content"],
+        "before"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        s.usage("a")["total_operations"],
+        2,
+        "the write and the read"
+    );
     blocker.execute_batch("ROLLBACK").unwrap();
     assert_eq!(s.write("a", "f", "after")["version"], 2);
+    // The counts kept back are now in the file, where another process would see them.
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let ops: i64 = db
+        .query_row(
+            "SELECT total_operations FROM agents WHERE agent_id = 'a'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(ops, 4, "write, read, usage, write");
 }
 
 #[test]

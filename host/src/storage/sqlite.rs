@@ -4,10 +4,11 @@
 //! - Write calls run in `BEGIN IMMEDIATE`, so two processes never both read a file's last
 //!   version and both write the next one; the writer that waits does so for at most
 //!   [`BUSY_TIMEOUT`] and then gets a "busy, retry" error, never a raw SQLite message.
-//! - `synchronous = FULL`: a write is on disk when its call answers. Read calls do pay one
-//!   tiny write (the operation counter) but commit it with `synchronous = NORMAL`, so reads
-//!   never wait for an fsync; WAL keeps that write atomic, and the next durable commit (or a
-//!   checkpoint) carries it to disk.
+//! - `synchronous = FULL`: a write is on disk when its call answers. A read call counts its
+//!   operation afterwards in a tiny write with `synchronous = NORMAL` that does not wait for
+//!   the lock: when the store cannot take it (another writer, a full disk, a read-only file)
+//!   the count is kept in memory and folded into this process's next write, and the read
+//!   still answers. Bookkeeping never fails a read, and reads never wait for an fsync.
 //! - Summaries cost money and take seconds, so a read call never holds the write lock while
 //!   the model thinks: `put-summary` in a read call is kept aside and stored in a short write
 //!   transaction after the read, only if that version still exists.
@@ -18,8 +19,9 @@
 use super::{Backend, Mode, StoreError, Txn};
 use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, Usage, VersionInfo};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How long a writer waits for another process's write lock before answering "busy":
@@ -84,10 +86,18 @@ CREATE TABLE IF NOT EXISTS summaries (
 /// RFC 3339 in UTC with milliseconds, from SQLite's clock.
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
+/// Operations of read calls not yet written to `agents`, per agent.
+type Uncounted = Arc<Mutex<HashMap<String, u64>>>;
+
 /// A SQLite store.
 pub struct Sqlite {
     path: PathBuf,
     pool: Arc<Mutex<Vec<Connection>>>,
+    uncounted: Uncounted,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Sqlite {
@@ -100,9 +110,11 @@ impl Sqlite {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| open_error(e.to_string()))?;
         }
+        check_writable(path).map_err(|e| open_error(e.to_string()))?;
         let store = Self {
             path: path.to_owned(),
             pool: Arc::default(),
+            uncounted: Arc::default(),
         };
         let conn = store.connect().map_err(|e| open_error(e.to_string()))?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -127,14 +139,31 @@ impl Sqlite {
     }
 
     fn take(&self) -> Result<Connection, StoreError> {
-        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let pooled = locked(&self.pool).pop();
         pooled.map_or_else(|| self.connect(), Ok)
+    }
+}
+
+/// A store whose file (or folder, for the journal) cannot be written is named as such,
+/// rather than as whatever SQLite fails with first.
+fn check_writable(path: &Path) -> Result<(), StoreError> {
+    use std::io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
+    let probe = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path);
+    match probe {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind(), ReadOnlyFilesystem | PermissionDenied) => {
+            Err(StoreError::ReadOnly)
+        }
+        Err(e) => Err(StoreError::Database(e.to_string())),
     }
 }
 
 /// Returns a connection to the pool, if it is idle and the pool has room.
 fn give_back(pool: &Mutex<Vec<Connection>>, conn: Connection) {
-    let mut pool = pool.lock().unwrap_or_else(|p| p.into_inner());
+    let mut pool = locked(pool);
     if pool.len() < POOL_SIZE && conn.is_autocommit() {
         pool.push(conn);
     }
@@ -163,6 +192,9 @@ fn map_err(e: rusqlite::Error) -> StoreError {
         }
         Some(ErrorCode::DiskFull) => StoreError::Full,
         Some(ErrorCode::ReadOnly) => StoreError::ReadOnly,
+        Some(ErrorCode::CannotOpen) => {
+            StoreError::Database("the database file or its journal cannot be opened".into())
+        }
         Some(code) => {
             tracing::error!(error = %e, "database error");
             StoreError::Database(format!("{code:?}"))
@@ -187,6 +219,7 @@ impl Backend for Sqlite {
             mode,
             pending_summaries: Vec::new(),
             home: Arc::clone(&self.pool),
+            uncounted: Arc::clone(&self.uncounted),
         }))
     }
 }
@@ -206,6 +239,7 @@ struct SqliteTxn {
     mode: Mode,
     pending_summaries: Vec<PendingSummary>,
     home: Arc<Mutex<Vec<Connection>>>,
+    uncounted: Uncounted,
 }
 
 fn to_u64(v: i64) -> u64 {
@@ -536,12 +570,14 @@ impl Txn for SqliteTxn {
                 .optional()
             })
             .map_err(map_err)?;
-        Ok(found.unwrap_or(Usage {
+        let mut usage = found.unwrap_or(Usage {
             total_bytes: 0,
             file_count: 0,
             log_entry_count: 0,
             total_operations: 0,
-        }))
+        });
+        usage.total_operations += locked(&self.uncounted).get(agent).copied().unwrap_or(0);
+        Ok(usage)
     }
 
     fn cached_summary(
@@ -595,22 +631,75 @@ impl Txn for SqliteTxn {
     }
 
     fn commit(mut self: Box<Self>, agent: &str) -> Result<(), StoreError> {
-        if self.mode == Mode::Read {
-            // End the read snapshot, then count the operation (and store any summary) in a
-            // short write transaction; only a summary is worth an fsync.
-            self.conn().execute_batch("COMMIT").map_err(map_err)?;
-            let durable = !self.pending_summaries.is_empty();
-            let sync = if durable { "FULL" } else { "NORMAL" };
-            self.conn()
-                .execute_batch(&format!("PRAGMA synchronous = {sync}; BEGIN IMMEDIATE"))
-                .map_err(map_err)?;
-            for pending in std::mem::take(&mut self.pending_summaries) {
-                // A version deleted or pruned meanwhile simply goes uncached.
-                self.store_summary(&pending)?;
+        if self.mode == Mode::Write {
+            return self.count_and_commit(agent);
+        }
+        // The read is done: end its snapshot. Counting it (and caching a summary) is
+        // bookkeeping that must not fail the answer.
+        self.conn().execute_batch("COMMIT").map_err(map_err)?;
+        let summaries = std::mem::take(&mut self.pending_summaries);
+        if let Err(e) = self.count_after_read(agent, &summaries) {
+            tracing::warn!(error = %e, summaries = summaries.len(), "operation count kept for the next write");
+            if !self.conn().is_autocommit() {
+                let _ = self.conn().execute_batch("ROLLBACK");
             }
+            *locked(&self.uncounted).entry(agent.to_owned()).or_default() += 1;
+        }
+        Ok(())
+    }
+}
+
+impl SqliteTxn {
+    /// After a read: stores its summaries (worth a wait and an fsync) and counts it (worth
+    /// neither), in one short write transaction.
+    fn count_after_read(
+        &self,
+        agent: &str,
+        summaries: &[PendingSummary],
+    ) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let durable = !summaries.is_empty();
+        let (wait, sync) = if durable {
+            (BUSY_TIMEOUT, "FULL")
+        } else {
+            (Duration::ZERO, "NORMAL")
+        };
+        conn.busy_timeout(wait).map_err(map_err)?;
+        let result = conn
+            .execute_batch(&format!("PRAGMA synchronous = {sync}; BEGIN IMMEDIATE"))
+            .map_err(map_err)
+            .and_then(|()| {
+                // A version deleted or pruned meanwhile simply goes uncached.
+                summaries
+                    .iter()
+                    .try_for_each(|s| self.store_summary(s).map(drop))
+            })
+            .and_then(|()| self.count_and_commit(agent));
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
+        result
+    }
+
+    /// Counts one operation for `agent`, and every count kept back, then commits.
+    fn count_and_commit(&self, agent: &str) -> Result<(), StoreError> {
+        let owed: Vec<(String, u64)> = locked(&self.uncounted)
+            .iter()
+            .map(|(a, n)| (a.clone(), *n))
+            .collect();
+        for (owed_agent, n) in &owed {
+            self.bump(owed_agent, 0, 0, 0, to_i64(*n)?)?;
         }
         self.bump(agent, 0, 0, 0, 1)?;
-        self.conn().execute_batch("COMMIT").map_err(map_err)
+        self.conn().execute_batch("COMMIT").map_err(map_err)?;
+        let mut uncounted = locked(&self.uncounted);
+        for (owed_agent, n) in owed {
+            if let Some(left) = uncounted.get_mut(&owed_agent) {
+                *left -= n.min(*left);
+                if *left == 0 {
+                    uncounted.remove(&owed_agent);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
