@@ -12,6 +12,8 @@
 //! - [`diff`]: lossless line diffs with `similar`, compacted for tokens, and their inverse.
 //! - [`ports`]: the storage and summariser the logic runs against.
 //! - [`tools`]: the eight tools, one function each.
+//! - `testing` (tests and the `testing` feature): in-memory ports, and the property checks
+//!   that the property tests and the fuzz targets share.
 //! - `component` (wasm only): binds the tools to the WIT exports and the ports to the imports.
 //!   The export is the `export` feature (on by default); a crate that wraps these tools in a
 //!   component of its own turns it off and uses [`Imports`] and `bindings::export!`.
@@ -27,8 +29,8 @@ mod component;
 #[cfg(target_arch = "wasm32")]
 pub use component::Imports;
 
-#[cfg(test)]
-mod memory;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 /// The types generated from `wit/scratchpad.wit`, shared by the logic and the component glue.
 #[allow(missing_docs, unsafe_code, clippy::all)]

@@ -6,6 +6,7 @@
 
 mod common;
 mod files;
+mod hostile_input;
 mod isolation;
 mod logs;
 mod sandbox;

@@ -158,7 +158,7 @@ pub fn delete_file(s: &impl Storage, r: DeleteFileRequest) -> Result<DeleteFileR
 mod tests {
     use super::*;
     use crate::api::DiffChunk;
-    use crate::memory::Memory;
+    use crate::testing::Memory;
 
     fn write(s: &Memory, path: &str, content: &str) -> Result<WriteFileResult, ToolError> {
         write_file(

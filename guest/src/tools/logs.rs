@@ -65,7 +65,7 @@ pub fn read_log(s: &impl Storage, r: ReadLogRequest) -> Result<LogPage, ToolErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Memory;
+    use crate::testing::Memory;
 
     fn append(s: &Memory, entry: LogValue) -> Result<u64, ToolError> {
         append_log(

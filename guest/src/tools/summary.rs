@@ -100,7 +100,7 @@ mod tests {
     use super::*;
     use crate::SummariserError;
     use crate::api::WriteFileRequest;
-    use crate::memory::{Memory, ScriptedModel};
+    use crate::testing::{Memory, ScriptedModel};
     use crate::tools::write_file;
 
     fn write(s: &Memory, content: &str) {

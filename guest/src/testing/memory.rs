@@ -1,4 +1,4 @@
-//! In-memory ports for the unit tests: a store that keeps its counters the way the host's
+//! In-memory ports for tests and fuzz targets: a store that keeps its counters the way the host's
 //! SQLite store does, and a scripted model that counts its requests.
 
 use crate::bindings::scratchpad::mcp::storage::{FileState, VersionInfo};
@@ -17,12 +17,15 @@ struct File {
     versions: BTreeMap<u64, String>,
 }
 
+/// (agent, path, version, model).
+type SummaryKey = (String, String, u64, String);
+
 #[derive(Default)]
 struct Data {
     files: BTreeMap<(String, String), File>,
     logs: BTreeMap<(String, String), Vec<LogEntry>>,
     usage: BTreeMap<String, Usage>,
-    summaries: BTreeMap<(String, String, u64, String), String>,
+    summaries: BTreeMap<SummaryKey, String>,
 }
 
 /// A store in memory.
@@ -46,15 +49,22 @@ impl Memory {
         (a.as_str().to_owned(), p.as_str().to_owned())
     }
 
+    fn summary_key(a: &AgentId, p: &FilePath, v: u64, model: &str) -> SummaryKey {
+        let (agent, path) = Self::key(a, p);
+        (agent, path, v, model.to_owned())
+    }
+
     fn touch(&self) -> std::cell::RefMut<'_, Data> {
         self.calls.set(self.calls.get() + 1);
         self.data.borrow_mut()
     }
 
+    /// How many storage calls were made.
     pub fn calls(&self) -> usize {
         self.calls.get()
     }
 
+    /// The version numbers kept for a path.
     pub fn kept_versions(&self, agent: &str, path: &str) -> Vec<u64> {
         let data = self.data.borrow();
         data.files[&(agent.to_owned(), path.to_owned())]
@@ -64,6 +74,7 @@ impl Memory {
             .collect()
     }
 
+    /// An agent's counters, without counting a call.
     pub fn usage_of(&self, agent: &str) -> Usage {
         self.data
             .borrow()
@@ -73,6 +84,7 @@ impl Memory {
             .unwrap_or_else(zero)
     }
 
+    /// Sets an agent's byte counter, to start a test near a quota.
     pub fn set_total_bytes(&self, agent: &str, bytes: u64) {
         self.data
             .borrow_mut()
@@ -82,6 +94,7 @@ impl Memory {
             .total_bytes = bytes;
     }
 
+    /// Sets an agent's log entry counter, to start a test near a quota.
     pub fn set_log_entry_count(&self, agent: &str, count: u64) {
         let mut data = self.data.borrow_mut();
         data.usage
@@ -251,12 +264,7 @@ impl Storage for Memory {
         model: &str,
     ) -> Result<Option<String>, StorageError> {
         let data = self.touch();
-        let key = (
-            a.as_str().to_owned(),
-            p.as_str().to_owned(),
-            v,
-            model.to_owned(),
-        );
+        let key = Self::summary_key(a, p, v, model);
         Ok(data.summaries.get(&key).cloned())
     }
 
@@ -269,12 +277,7 @@ impl Storage for Memory {
         summary: &str,
     ) -> Result<(), StorageError> {
         let mut data = self.touch();
-        let key = (
-            a.as_str().to_owned(),
-            p.as_str().to_owned(),
-            v,
-            model.to_owned(),
-        );
+        let key = Self::summary_key(a, p, v, model);
         data.summaries.insert(key, summary.to_owned());
         Ok(())
     }
@@ -288,6 +291,7 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
+    /// A model that always answers `summary`.
     pub fn answering(summary: &str) -> Self {
         Self {
             name: "test-model".into(),
@@ -296,6 +300,7 @@ impl ScriptedModel {
         }
     }
 
+    /// A model that always fails with `error`.
     pub fn failing(error: SummariserError) -> Self {
         Self {
             answer: Err(error),
@@ -303,6 +308,7 @@ impl ScriptedModel {
         }
     }
 
+    /// The same model under another name.
     pub fn named(self, name: &str) -> Self {
         Self {
             name: name.into(),
@@ -310,6 +316,7 @@ impl ScriptedModel {
         }
     }
 
+    /// How many summaries were asked for.
     pub fn requests(&self) -> usize {
         self.requests.get()
     }

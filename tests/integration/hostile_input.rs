@@ -1,0 +1,170 @@
+//! A corpus of hostile paths, prefixes and agent ids through every tool: each is refused by
+//! the rule it breaks, and nothing outside the caller's namespace is ever reached.
+
+use crate::common::Scratch;
+use serde_json::{Value, json};
+
+/// Paths that try to climb out, hide a separator or a dot, or look like something else.
+const PATHS: &[&str] = &[
+    "..",
+    "../x",
+    "a/../../b",
+    "./..",
+    "a/..",
+    "....",
+    "a/.../..",
+    "%2e%2e/x",
+    "..%2f..",
+    "a\\..\\b",
+    "/etc/passwd",
+    "//x",
+    "a\0b",
+    "\0",
+    "a\nb",
+    "a\rb",
+    "a b",
+    " ",
+    "a\tb",
+    "~/x",
+    "C:\\x",
+    "a?b",
+    "a*b",
+    "a#b",
+    "a:b",
+    "$HOME",
+    "a\u{2215}b",
+    "\u{ff0e}\u{ff0e}/x",
+    "a\u{2024}\u{2024}b",
+    "\u{ff41}",
+    "a/\u{200b}b",
+    "e\u{0301}",
+    "\u{202e}txt.exe",
+    "",
+];
+
+/// Agent ids that try to reach another agent's namespace or look like one.
+const AGENTS: &[&str] = &[
+    "alice/../bob",
+    "../bob",
+    "alice/",
+    "alice bob",
+    "\u{ff41}lice",
+    "alice\0",
+    "alice\u{200b}",
+    "alic\u{0435}",
+    "alice%2fbob",
+    "alice.bob",
+    "*",
+    "",
+    "alice\n",
+];
+
+fn tools_with(agent: &str, path: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "write_file",
+            json!({ "agent_id": agent, "path": path, "content": "pwned" }),
+        ),
+        ("read_file", json!({ "agent_id": agent, "path": path })),
+        (
+            "read_file",
+            json!({ "agent_id": agent, "path": path, "since_version": 1 }),
+        ),
+        (
+            "append_log",
+            json!({ "agent_id": agent, "path": path, "entry": "pwned" }),
+        ),
+        ("read_log", json!({ "agent_id": agent, "path": path })),
+        ("delete_file", json!({ "agent_id": agent, "path": path })),
+        ("summarize_file", json!({ "agent_id": agent, "path": path })),
+        ("list_files", json!({ "agent_id": agent, "prefix": path })),
+        ("get_usage_stats", json!({ "agent_id": agent })),
+    ]
+}
+
+#[test]
+fn every_hostile_input_is_refused_by_its_rule_and_nothing_escapes() {
+    let s = Scratch::new();
+    for agent in ["alice", "bob", "alice2"] {
+        s.write(agent, "secret", &format!("{agent}'s secret"));
+        s.ok(
+            "append_log",
+            json!({ "agent_id": agent, "path": "log", "entry": format!("{agent}'s entry") }),
+        );
+    }
+    let before: Vec<Value> = ["alice", "bob", "alice2"]
+        .iter()
+        .map(|a| s.ok("list_files", json!({ "agent_id": a })))
+        .collect();
+
+    let (mut calls, mut refused, mut escapes) = (0, 0, Vec::new());
+    let mut check = |tool: &str, args: Value, rule: &str| {
+        calls += 1;
+        match s.call(tool, args.clone()) {
+            Err(e) if e.starts_with(rule) => refused += 1,
+            other => escapes.push(format!("{tool} {args} -> {other:?}")),
+        }
+    };
+    for path in PATHS {
+        for (tool, args) in tools_with("mallory", path) {
+            let rule = if tool == "list_files" {
+                "prefix"
+            } else {
+                "path"
+            };
+            if tool == "get_usage_stats" || (tool == "list_files" && path.is_empty()) {
+                continue; // no path to break a rule with
+            }
+            check(tool, args, rule);
+        }
+    }
+    for agent in AGENTS {
+        for (tool, args) in tools_with(agent, "secret") {
+            check(tool, args, "agent_id");
+        }
+    }
+    println!(
+        "figure: {calls} hostile calls, {refused} refused by the rule they break, {} escapes",
+        escapes.len()
+    );
+    assert!(escapes.is_empty(), "{escapes:#?}");
+
+    let after: Vec<Value> = ["alice", "bob", "alice2"]
+        .iter()
+        .map(|a| s.ok("list_files", json!({ "agent_id": a })))
+        .collect();
+    assert_eq!(before, after, "no hostile call changed anything");
+    assert_eq!(s.usage("mallory")["total_bytes"], 0);
+}
+
+#[test]
+fn a_shared_prefix_of_agent_ids_shares_nothing() {
+    let s = Scratch::new();
+    s.write("alice", "notes/plan", "alice's");
+    s.write("alice2", "notes/plan", "alice2's");
+    s.write("alice_", "notes/plan", "alice_'s");
+    for agent in ["alice", "alice2", "alice_"] {
+        let files = s.ok(
+            "list_files",
+            json!({ "agent_id": agent, "prefix": "notes/" }),
+        );
+        assert_eq!(files["files"].as_array().unwrap().len(), 1, "{agent}");
+        let content = s.ok(
+            "read_file",
+            json!({ "agent_id": agent, "path": "notes/plan" }),
+        )["content"]
+            .clone();
+        assert_eq!(content, format!("{agent}'s"));
+    }
+    s.ok(
+        "delete_file",
+        json!({ "agent_id": "alice", "path": "notes/plan" }),
+    );
+    assert_eq!(
+        s.ok(
+            "read_file",
+            json!({ "agent_id": "alice2", "path": "notes/plan" })
+        )["content"],
+        "alice2's"
+    );
+}
