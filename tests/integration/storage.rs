@@ -118,3 +118,64 @@ fn a_failed_call_counts_no_operation() {
     );
     assert_eq!(s.usage("a")["total_operations"], 1);
 }
+
+/// Puts an agent's counter just under a quota, as a long history would have.
+fn set_counter(s: &Scratch, column: &str, value: u64) {
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    db.execute(
+        &format!("UPDATE agents SET {column} = ?1 WHERE agent_id = 'a'"),
+        [value as i64],
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_log_entry_quota_holds_at_100000() {
+    let s = Scratch::new();
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "first" }),
+    );
+    set_counter(&s, "log_entry_count", 99_999);
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "the 100000th" }),
+    );
+    assert_eq!(
+        s.err(
+            "append_log",
+            json!({ "agent_id": "a", "path": "log", "entry": "one more" })
+        ),
+        "quota exceeded: agent \"a\" has 100000 log entries; the quota is 100000 entries"
+    );
+    assert_eq!(s.usage("a")["log_entry_count"], 100_000);
+}
+
+#[test]
+fn the_byte_quota_holds_at_100_mib_counting_kept_versions() {
+    const QUOTA: u64 = 100 * 1024 * 1024;
+    let s = Scratch::new();
+    s.write("a", "f", "0123456789");
+    set_counter(&s, "total_bytes", QUOTA - 5);
+    // Replacing the 10-byte version keeps it (versions are kept), so it needs 15 more bytes.
+    assert_eq!(
+        s.err(
+            "write_file",
+            json!({ "agent_id": "a", "path": "f", "content": "fifteen bytes!!" })
+        ),
+        "quota exceeded: writing 15 bytes would bring agent \"a\" to 104857610 bytes stored; the quota is 104857600 bytes"
+    );
+    assert_eq!(
+        s.write("a", "g", "12345")["version"],
+        1,
+        "exactly at the quota is fine"
+    );
+    assert!(
+        s.err(
+            "append_log",
+            json!({ "agent_id": "a", "path": "l", "entry": "x" })
+        )
+        .starts_with("quota exceeded: appending 1 bytes")
+    );
+    assert_eq!(s.usage("a")["total_bytes"], QUOTA);
+}
