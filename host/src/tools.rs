@@ -142,9 +142,11 @@ impl ToolName {
         schema
     }
 
-    /// The JSON Schema of its result.
+    /// The JSON Schema of its result, without descriptions: clients validate against it, and
+    /// the model reads the result itself, so the words would only cost tokens on every
+    /// `tools/list`.
     pub fn output_schema(self) -> Map<String, Value> {
-        match self {
+        let mut schema = match self {
             ToolName::WriteFile => schema::<WriteFileOutput>(),
             ToolName::ReadFile => schema::<ReadFileOutput>(),
             ToolName::AppendLog => schema::<AppendLogOutput>(),
@@ -153,6 +155,26 @@ impl ToolName {
             ToolName::DeleteFile => schema::<DeleteFileOutput>(),
             ToolName::SummarizeFile => schema::<SummarizeFileOutput>(),
             ToolName::GetUsageStats => schema::<UsageStatsOutput>(),
+        };
+        strip_descriptions(&mut schema);
+        schema
+    }
+}
+
+fn strip_descriptions(schema: &mut Map<String, Value>) {
+    // A keyword's value is text; a property that happened to be named "description" is not.
+    if schema.get("description").is_some_and(Value::is_string) {
+        schema.remove("description");
+    }
+    for value in schema.values_mut() {
+        match value {
+            Value::Object(inner) => strip_descriptions(inner),
+            Value::Array(items) => items.iter_mut().for_each(|item| {
+                if let Value::Object(inner) = item {
+                    strip_descriptions(inner);
+                }
+            }),
+            _ => {}
         }
     }
 }

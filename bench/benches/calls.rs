@@ -1,0 +1,413 @@
+//! In-process figures. Each tool three ways, over the same kind of SQLite store:
+//! - `native`: the guest's tool function compiled natively, in one transaction;
+//! - `component`: the same through a fresh instance of the wasm component, as the service
+//!   runs it (the ratio to `native` is the sandbox's cost);
+//! - `service`: the full `Service::call`, adding the JSON decoding and encoding of MCP.
+//!
+//! Also the bare SQLite transactions under a write and a diff read (the floor), and a call's
+//! sandbox set-up. `cargo bench -p scratchpad-bench --bench calls`
+
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
+use scratchpad_bench::{NativePort, component_call, document};
+use scratchpad_guest::{api, tools};
+use scratchpad_mcp::bindings::{LogValue, api as host_api};
+use scratchpad_mcp::imports::CallState;
+use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
+use scratchpad_mcp::storage::{Backend, Mode, Sqlite};
+use scratchpad_mcp::summariser::{Anthropic, AnthropicConfig, SummaryModel};
+use scratchpad_mcp::{Service, Settings};
+use serde_json::{Value, json};
+use std::cell::Cell;
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+
+fn no_key() -> AnthropicConfig {
+    AnthropicConfig {
+        api_key: None,
+        base_url: "http://127.0.0.1:9".into(),
+        model: "m".into(),
+    }
+}
+
+/// The three ways in, each over its own store in `dir`.
+struct Ways {
+    native: Sqlite,
+    backend: Sqlite,
+    sandbox: Sandbox,
+    model: Arc<dyn SummaryModel>,
+    service: Service,
+}
+
+impl Ways {
+    fn new(dir: &Path) -> Self {
+        let cache = dir.join("cache");
+        Self {
+            native: Sqlite::open(&dir.join("native.db")).unwrap(),
+            backend: Sqlite::open(&dir.join("component.db")).unwrap(),
+            sandbox: Sandbox::with_component(GUEST_COMPONENT, Some(&cache)).unwrap(),
+            model: Arc::new(Anthropic::new(no_key())),
+            service: Service::open(&Settings {
+                db: dir.join("service.db"),
+                cache_dir: Some(cache.clone()),
+                anthropic: no_key(),
+            })
+            .unwrap(),
+        }
+    }
+
+    fn service(&self, tool: &str, args: Value) -> Value {
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        self.service.call(tool, args).expect("call works")
+    }
+}
+
+fn write(revision: usize, path: &str) -> api::WriteFileRequest {
+    api::WriteFileRequest {
+        agent_id: "bench".into(),
+        path: path.into(),
+        content: document(revision),
+    }
+}
+
+fn host_write(revision: usize, path: &str) -> host_api::WriteFileRequest {
+    host_api::WriteFileRequest {
+        agent_id: "bench".into(),
+        path: path.into(),
+        content: document(revision),
+    }
+}
+
+/// A write of a one-line change, then a read of the diff since the version before.
+fn write_then_diff(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Ways::new(dir.path());
+    let mut group = c.benchmark_group("write_diff");
+    let revision = Cell::new(0);
+    let next = || {
+        revision.set(revision.get() + 1);
+        revision.get()
+    };
+    group.bench_function("native", |b| {
+        b.iter(|| {
+            let v = NativePort::call(&w.native, Mode::Write, "bench", |p| {
+                tools::write_file(p, write(next(), "plan.md"))
+            })
+            .version;
+            let read = api::ReadFileRequest {
+                agent_id: "bench".into(),
+                path: "plan.md".into(),
+                since_version: Some(v.saturating_sub(1).max(1)),
+                full_diff: false,
+            };
+            black_box(NativePort::call(&w.native, Mode::Read, "bench", |p| {
+                tools::read_file(p, read)
+            }));
+        })
+    });
+    group.bench_function("component", |b| {
+        b.iter(|| {
+            let req = host_write(next(), "plan.md");
+            let v = component_call(
+                &w.sandbox,
+                &w.backend,
+                &w.model,
+                Mode::Write,
+                "bench",
+                |t, s| t.call_write_file(s, &req),
+            )
+            .version;
+            let read = host_api::ReadFileRequest {
+                agent_id: "bench".into(),
+                path: "plan.md".into(),
+                since_version: Some(v.saturating_sub(1).max(1)),
+                full_diff: false,
+            };
+            black_box(component_call(
+                &w.sandbox,
+                &w.backend,
+                &w.model,
+                Mode::Read,
+                "bench",
+                |t, s| t.call_read_file(s, &read),
+            ));
+        })
+    });
+    group.bench_function("service", |b| {
+        b.iter(|| {
+            let written = w.service(
+                "write_file",
+                json!({ "agent_id": "bench", "path": "plan.md", "content": document(next()) }),
+            );
+            let since = written["version"]
+                .as_u64()
+                .unwrap()
+                .saturating_sub(1)
+                .max(1);
+            black_box(w.service(
+                "read_file",
+                json!({ "agent_id": "bench", "path": "plan.md", "since_version": since }),
+            ));
+        })
+    });
+    group.finish();
+}
+
+fn three_ways(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    native: impl Fn(),
+    component: impl Fn(),
+    service: impl Fn(),
+) {
+    group.bench_function("native", |b| b.iter(&native));
+    group.bench_function("component", |b| b.iter(&component));
+    group.bench_function("service", |b| b.iter(&service));
+}
+
+/// append_log, read_log and list_files on stores holding 200 entries and 200 files.
+fn per_tool(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Ways::new(dir.path());
+    for i in 0..200 {
+        let entry = format!("entry {i}");
+        NativePort::call(&w.native, Mode::Write, "bench", |p| {
+            tools::append_log(
+                p,
+                api::AppendLogRequest {
+                    agent_id: "bench".into(),
+                    path: "log".into(),
+                    entry: scratchpad_guest::LogValue::Text(entry.clone()),
+                },
+            )
+        });
+        let req = host_api::AppendLogRequest {
+            agent_id: "bench".into(),
+            path: "log".into(),
+            entry: LogValue::Text(entry.clone()),
+        };
+        component_call(
+            &w.sandbox,
+            &w.backend,
+            &w.model,
+            Mode::Write,
+            "bench",
+            |t, s| t.call_append_log(s, &req),
+        );
+        w.service(
+            "append_log",
+            json!({ "agent_id": "bench", "path": "log", "entry": entry }),
+        );
+        let path = format!("notes/{i:03}");
+        NativePort::call(&w.native, Mode::Write, "bench", |p| {
+            tools::write_file(p, write(i, &path))
+        });
+        let req = host_write(i, &path);
+        component_call(
+            &w.sandbox,
+            &w.backend,
+            &w.model,
+            Mode::Write,
+            "bench",
+            |t, s| t.call_write_file(s, &req),
+        );
+        w.service(
+            "write_file",
+            json!({ "agent_id": "bench", "path": path, "content": document(i) }),
+        );
+    }
+
+    let mut group = c.benchmark_group("append_log");
+    let append = host_api::AppendLogRequest {
+        agent_id: "bench".into(),
+        path: "log2".into(),
+        entry: LogValue::Text("did a thing".into()),
+    };
+    three_ways(
+        &mut group,
+        || {
+            NativePort::call(&w.native, Mode::Write, "bench", |p| {
+                tools::append_log(
+                    p,
+                    api::AppendLogRequest {
+                        agent_id: "bench".into(),
+                        path: "log2".into(),
+                        entry: scratchpad_guest::LogValue::Text("did a thing".into()),
+                    },
+                )
+            });
+        },
+        || {
+            component_call(
+                &w.sandbox,
+                &w.backend,
+                &w.model,
+                Mode::Write,
+                "bench",
+                |t, s| t.call_append_log(s, &append),
+            );
+        },
+        || {
+            w.service(
+                "append_log",
+                json!({ "agent_id": "bench", "path": "log2", "entry": "did a thing" }),
+            );
+        },
+    );
+    group.finish();
+
+    let mut group = c.benchmark_group("read_log");
+    let page = host_api::ReadLogRequest {
+        agent_id: "bench".into(),
+        path: "log".into(),
+        since_entry: Some(50),
+    };
+    three_ways(
+        &mut group,
+        || {
+            black_box(NativePort::call(&w.native, Mode::Read, "bench", |p| {
+                tools::read_log(
+                    p,
+                    api::ReadLogRequest {
+                        agent_id: "bench".into(),
+                        path: "log".into(),
+                        since_entry: Some(50),
+                    },
+                )
+            }));
+        },
+        || {
+            black_box(component_call(
+                &w.sandbox,
+                &w.backend,
+                &w.model,
+                Mode::Read,
+                "bench",
+                |t, s| t.call_read_log(s, &page),
+            ));
+        },
+        || {
+            black_box(w.service(
+                "read_log",
+                json!({ "agent_id": "bench", "path": "log", "since_entry": 50 }),
+            ));
+        },
+    );
+    group.finish();
+
+    let mut group = c.benchmark_group("list_files");
+    let list = host_api::ListFilesRequest {
+        agent_id: "bench".into(),
+        prefix: Some("notes/".into()),
+    };
+    three_ways(
+        &mut group,
+        || {
+            black_box(NativePort::call(&w.native, Mode::Read, "bench", |p| {
+                tools::list_files(
+                    p,
+                    api::ListFilesRequest {
+                        agent_id: "bench".into(),
+                        prefix: Some("notes/".into()),
+                    },
+                )
+            }));
+        },
+        || {
+            black_box(component_call(
+                &w.sandbox,
+                &w.backend,
+                &w.model,
+                Mode::Read,
+                "bench",
+                |t, s| t.call_list_files(s, &list),
+            ));
+        },
+        || {
+            black_box(w.service(
+                "list_files",
+                json!({ "agent_id": "bench", "prefix": "notes/" }),
+            ));
+        },
+    );
+    group.finish();
+}
+
+/// The same durable write and reads issued straight to SQLite with the store's pragmas: the
+/// floor under a write_file + read_file pair.
+fn sqlite_floor(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = rusqlite::Connection::open(dir.path().join("floor.db")).unwrap();
+    db.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+         CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE, version INTEGER);
+         CREATE TABLE versions (file_id INTEGER, version INTEGER, content TEXT, PRIMARY KEY (file_id, version));
+         INSERT INTO files VALUES (1, 'plan.md', 0);",
+    )
+    .unwrap();
+    let version = Cell::new(0i64);
+    let mut group = c.benchmark_group("floor");
+    group.bench_function("write_diff", |b| {
+        b.iter(|| {
+            let v = version.get() + 1;
+            version.set(v);
+            db.execute_batch("BEGIN IMMEDIATE").unwrap();
+            db.prepare_cached("INSERT INTO versions VALUES (1, ?1, ?2)")
+                .unwrap()
+                .execute(rusqlite::params![v, document(v as usize)])
+                .unwrap();
+            db.prepare_cached("UPDATE files SET version = ?1 WHERE id = 1")
+                .unwrap()
+                .execute([v])
+                .unwrap();
+            db.prepare_cached("DELETE FROM versions WHERE file_id = 1 AND version < ?1")
+                .unwrap()
+                .execute([v - 9])
+                .unwrap();
+            db.execute_batch("COMMIT").unwrap();
+            db.execute_batch("BEGIN").unwrap();
+            let mut read = db
+                .prepare_cached("SELECT content FROM versions WHERE file_id = 1 AND version = ?1")
+                .unwrap();
+            black_box(read.query_row([v], |r| r.get::<_, String>(0)).unwrap());
+            black_box(
+                read.query_row([(v - 1).max(1)], |r| r.get::<_, String>(0))
+                    .unwrap(),
+            );
+            drop(read);
+            db.execute_batch("COMMIT").unwrap();
+        })
+    });
+    group.finish();
+}
+
+/// The per-call state and a fresh instance of the component: what isolation per call costs.
+fn instance_setup(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Ways::new(dir.path());
+    let mut group = c.benchmark_group("sandbox");
+    group.bench_function("setup", |b| {
+        b.iter_batched(
+            || w.backend.begin(Mode::Read).unwrap(),
+            |txn| {
+                let state = CallState::new("bench", txn, Arc::clone(&w.model));
+                let (instantiated, state) = w.sandbox.run(state, |_, _| Ok(()));
+                instantiated.expect("the component instantiates");
+                black_box(state)
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    write_then_diff,
+    per_tool,
+    sqlite_floor,
+    instance_setup
+);
+criterion_main!(benches);

@@ -1,0 +1,397 @@
+//! End-to-end figures over real stdio with a raw JSON-RPC client: start-up, calls per second
+//! and latency per tool, memory, and how costs scale with what an agent holds.
+//!
+//! `cargo run --release -p scratchpad-bench --bin e2e [-- --quick]` (the release server must
+//! be built: `cargo build --release`). `SCRATCHPAD_BIN` names another server binary.
+
+// A report: its table goes to stdout.
+#![allow(clippy::print_stdout)]
+
+use scratchpad_bench::document;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server and a client that waits for each answer, as an agent does.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn start(bin: &Path, db: &Path, cache: &Path) -> Self {
+        let mut child = Command::new(bin)
+            .args([
+                "--db".as_ref(),
+                db.as_os_str(),
+                "--cache-dir".as_ref(),
+                cache.as_os_str(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the server");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut server = Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        server.request(
+            "initialize",
+            json!({ "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": { "name": "bench", "version": "0" } }),
+        );
+        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        self.send(
+            &json!({ "jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params }),
+        );
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read");
+        let answer: Value = serde_json::from_str(&line).expect("JSON-RPC answer");
+        answer["result"].clone()
+    }
+
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let result = self.request("tools/call", json!({ "name": tool, "arguments": args }));
+        assert_ne!(result["isError"], true, "{tool} failed: {result}");
+        result["structuredContent"].clone()
+    }
+
+    /// (resident, peak resident) memory in MiB, from /proc.
+    fn memory_mib(&self) -> (f64, f64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / 1024.0
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+/// Latencies of a run of calls.
+struct Run(Vec<Duration>);
+
+impl Run {
+    fn time(n: usize, mut f: impl FnMut(usize)) -> Run {
+        Run((0..n)
+            .map(|i| {
+                let t = Instant::now();
+                f(i);
+                t.elapsed()
+            })
+            .collect())
+    }
+    fn quantile(&self, q: f64) -> Duration {
+        let mut sorted = self.0.clone();
+        sorted.sort();
+        sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+    }
+    fn per_second(&self) -> f64 {
+        self.0.len() as f64 / self.0.iter().sum::<Duration>().as_secs_f64()
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn row(what: &str, figure: String, note: String) {
+    println!("| {what} | {figure} | {note} |");
+}
+
+/// Criterion's median for one benchmark of this run, from its saved estimates.
+fn criterion_median(root: &Path, id: &str) -> Option<Duration> {
+    let path = root
+        .join("target/criterion")
+        .join(id)
+        .join("new/estimates.json");
+    let estimates: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    estimates["median"]["point_estimate"]
+        .as_f64()
+        .map(|ns| Duration::from_secs_f64(ns / 1e9))
+}
+
+/// The in-process ratios, each against its reference measured in the same criterion run.
+fn criterion_rows(root: &Path) {
+    let pairs = [
+        (
+            "write_file + read_file diff",
+            "write_diff/component",
+            "write_diff/native",
+            "(native); goal <= 1.2x",
+        ),
+        (
+            "append_log",
+            "append_log/component",
+            "append_log/native",
+            "(native)",
+        ),
+        (
+            "read_log (page of 100)",
+            "read_log/component",
+            "read_log/native",
+            "(native)",
+        ),
+        (
+            "list_files (200 files)",
+            "list_files/component",
+            "list_files/native",
+            "(native)",
+        ),
+        (
+            "write_file + read_file diff",
+            "write_diff/component",
+            "floor/write_diff",
+            "(SQLite floor); goal <= 1.5x",
+        ),
+    ];
+    for (what, measured, reference, goal) in pairs {
+        if let (Some(m), Some(r)) = (
+            criterion_median(root, measured),
+            criterion_median(root, reference),
+        ) {
+            row(
+                &format!("{what}: component / reference"),
+                format!("{:.2}x", m.as_secs_f64() / r.as_secs_f64()),
+                format!("{} vs {} {goal}", ms(m), ms(r)),
+            );
+        }
+    }
+    if let Some(setup) = criterion_median(root, "sandbox/setup") {
+        row(
+            "fresh store + instance per call",
+            ms(setup),
+            "part of every call".into(),
+        );
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+        .to_owned();
+    let bin = std::env::var_os("SCRATCHPAD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/release/scratchpad-mcp"));
+    assert!(
+        bin.exists(),
+        "build the server first: cargo build --release ({} is missing)",
+        bin.display()
+    );
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cache = tmp.path().join("cache");
+    let n = if quick { 50 } else { 2000 };
+
+    println!("| what | figure | reference |\n|---|---|---|");
+    criterion_rows(&root);
+
+    // Start-up: process start to the first tool result.
+    let start = |db: &str, cache: &Path| {
+        let t = Instant::now();
+        let mut s = Server::start(&bin, &tmp.path().join(db), cache);
+        s.call("get_usage_stats", json!({ "agent_id": "bench" }));
+        let took = t.elapsed();
+        s.stop();
+        took
+    };
+    let cold: Vec<Duration> = (0..3)
+        .map(|i| start("start.db", &tmp.path().join(format!("cold{i}"))))
+        .collect();
+    start("start.db", &cache);
+    let warm = Run((0..10).map(|_| start("start.db", &cache)).collect());
+    row(
+        "start to first result, cold (compiles the component)",
+        ms(cold.iter().min().copied().unwrap()),
+        "best of 3".into(),
+    );
+    row(
+        "start to first result, warm (cached component)",
+        ms(warm.quantile(0.5)),
+        "p50 of 10; goal < 50 ms".into(),
+    );
+
+    // Calls per second and latency, one call at a time.
+    let mut s = Server::start(&bin, &tmp.path().join("calls.db"), &cache);
+    let (idle_rss, _) = s.memory_mib();
+    let writes = Run::time(n, |i| {
+        s.call(
+            "write_file",
+            json!({ "agent_id": "bench", "path": "plan.md", "content": document(i) }),
+        );
+    });
+    let reads = Run::time(n, |i| {
+        s.call("read_file", json!({ "agent_id": "bench", "path": "plan.md", "since_version": (n - 1 - i % 9).max(1) }));
+    });
+    let appends = Run::time(n, |i| {
+        s.call("append_log", json!({ "agent_id": "bench", "path": "log", "entry": { "step": i, "did": "edited plan.md" } }));
+    });
+    let pages = Run::time(n / 10, |i| {
+        s.call(
+            "read_log",
+            json!({ "agent_id": "bench", "path": "log", "since_entry": (i * 100) % n }),
+        );
+    });
+    for (what, run) in [
+        ("write_file (50 lines, one changed)", &writes),
+        ("read_file since a recent version", &reads),
+        ("append_log", &appends),
+        ("read_log (page of 100)", &pages),
+    ] {
+        row(
+            what,
+            format!("{:.0} calls/s", run.per_second()),
+            format!(
+                "p50 {}, p99 {}",
+                ms(run.quantile(0.5)),
+                ms(run.quantile(0.99))
+            ),
+        );
+    }
+    row(
+        "resident memory, idle",
+        format!("{idle_rss:.1} MiB"),
+        "goal < 50 MiB".into(),
+    );
+    let big = 1024 * 1024 - 64;
+    for i in 0..(if quick { 3 } else { 20 }) {
+        s.call("write_file", json!({ "agent_id": "big", "path": format!("mb/{i}"), "content": format!("{i:>64}").repeat(big / 64) }));
+    }
+    let (_, peak) = s.memory_mib();
+    row(
+        "peak resident memory under 1 MiB writes",
+        format!("{peak:.1} MiB"),
+        "VmHWM".into(),
+    );
+
+    // Scaling with what an agent holds.
+    let holdings = if quick { 3 } else { 90 };
+    for i in 0..holdings {
+        s.call("write_file", json!({ "agent_id": "heavy", "path": format!("mb/{i}"), "content": format!("{i:>64}").repeat(big / 64) }));
+    }
+    s.call(
+        "write_file",
+        json!({ "agent_id": "light", "path": "mb/0", "content": "x".repeat(big) }),
+    );
+    let light = Run::time(n / 4, |i| {
+        s.call(
+            "write_file",
+            json!({ "agent_id": "light", "path": "plan.md", "content": document(i) }),
+        );
+    });
+    let heavy = Run::time(n / 4, |i| {
+        s.call(
+            "write_file",
+            json!({ "agent_id": "heavy", "path": "plan.md", "content": document(i) }),
+        );
+    });
+    row(
+        &format!("write_file, agent holding {holdings} MiB"),
+        ms(heavy.quantile(0.5)),
+        format!(
+            "1 MiB: {} (ratio {:.2}; goal within 1.2x)",
+            ms(light.quantile(0.5)),
+            heavy.quantile(0.5).as_secs_f64() / light.quantile(0.5).as_secs_f64()
+        ),
+    );
+
+    let old: String = (0..100_000).map(|i| format!("{i:09}\n")).collect();
+    let similar = old.replace("050000\n", "fifty-k\n");
+    let different: String = (0..100_000)
+        .map(|i| format!("{:09}\n", i * 7 + 3))
+        .collect();
+    for (name, new) in [("similar", &similar), ("completely different", &different)] {
+        let path = format!("diff/{name}");
+        s.call(
+            "write_file",
+            json!({ "agent_id": "bench", "path": path, "content": old }),
+        );
+        let v = s.call(
+            "write_file",
+            json!({ "agent_id": "bench", "path": path, "content": new }),
+        )["version"]
+            .as_u64()
+            .unwrap();
+        let run = Run::time(3, |_| {
+            s.call(
+                "read_file",
+                json!({ "agent_id": "bench", "path": path, "since_version": v - 1 }),
+            );
+        });
+        row(
+            &format!("read_file diff of two 1 MiB files, {name}"),
+            ms(run.quantile(0.5)),
+            "CPU limit per call 5 s".into(),
+        );
+    }
+
+    for i in 0..(if quick { 100 } else { 1000 }) {
+        s.call(
+            "write_file",
+            json!({ "agent_id": "many", "path": format!("files/{i:04}"), "content": "x" }),
+        );
+    }
+    let lists = Run::time(20, |_| {
+        s.call("list_files", json!({ "agent_id": "many" }));
+    });
+    row(
+        &format!("list_files of {} files", if quick { 100 } else { 1000 }),
+        ms(lists.quantile(0.5)),
+        "p50 of 20".into(),
+    );
+
+    let entries = if quick { 1_000 } else { 100_000 };
+    for i in n..entries {
+        s.call(
+            "append_log",
+            json!({ "agent_id": "bench", "path": "log", "entry": i }),
+        );
+    }
+    let tail = Run::time(50, |_| {
+        s.call(
+            "read_log",
+            json!({ "agent_id": "bench", "path": "log", "since_entry": entries - 100 }),
+        );
+    });
+    let head = Run::time(50, |_| {
+        s.call(
+            "read_log",
+            json!({ "agent_id": "bench", "path": "log", "since_entry": 0 }),
+        );
+    });
+    row(
+        &format!("read_log at entry {entries}"),
+        ms(tail.quantile(0.5)),
+        format!("at entry 0: {}", ms(head.quantile(0.5))),
+    );
+    s.stop();
+}
