@@ -330,7 +330,7 @@ fn main() {
         .map(|i| format!("{:09}\n", i * 7 + 3))
         .collect();
     for (name, new) in [("similar", &similar), ("completely different", &different)] {
-        let path = format!("diff/{name}");
+        let path = format!("diff/{}", name.replace(' ', "-"));
         s.call(
             "write_file",
             json!({ "agent_id": "bench", "path": path, "content": old }),
