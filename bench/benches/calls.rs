@@ -11,7 +11,7 @@ use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use scratchpad_bench::{NativePort, component_call, document};
 use scratchpad_guest::{api, tools};
-use scratchpad_mcp::bindings::{LogValue, api as host_api};
+use scratchpad_mcp::bindings::{LogValue, ToolError, Tools, api as host_api};
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
 use scratchpad_mcp::storage::{Backend, Mode, Sqlite};
@@ -57,6 +57,32 @@ impl Ways {
         }
     }
 
+    fn native<R, E: std::fmt::Debug>(
+        &self,
+        mode: Mode,
+        tool: impl FnOnce(&NativePort) -> Result<R, E>,
+    ) -> R {
+        NativePort::call(&self.native, mode, "bench", tool)
+    }
+
+    fn component<R>(
+        &self,
+        mode: Mode,
+        call: impl FnOnce(
+            &Tools,
+            &mut wasmtime::Store<CallState>,
+        ) -> wasmtime::Result<Result<R, ToolError>>,
+    ) -> R {
+        component_call(
+            &self.sandbox,
+            &self.backend,
+            &self.model,
+            mode,
+            "bench",
+            call,
+        )
+    }
+
     fn service(&self, tool: &str, args: Value) -> Value {
         let Value::Object(args) = args else {
             unreachable!()
@@ -93,47 +119,33 @@ fn write_then_diff(c: &mut Criterion) {
     };
     group.bench_function("native", |b| {
         b.iter(|| {
-            let v = NativePort::call(&w.native, Mode::Write, "bench", |p| {
-                tools::write_file(p, write(next(), "plan.md"))
-            })
-            .version;
+            let v = w
+                .native(Mode::Write, |p| {
+                    tools::write_file(p, write(next(), "plan.md"))
+                })
+                .version;
             let read = api::ReadFileRequest {
                 agent_id: "bench".into(),
                 path: "plan.md".into(),
                 since_version: Some(v.saturating_sub(1).max(1)),
                 full_diff: false,
             };
-            black_box(NativePort::call(&w.native, Mode::Read, "bench", |p| {
-                tools::read_file(p, read)
-            }));
+            black_box(w.native(Mode::Read, |p| tools::read_file(p, read)));
         })
     });
     group.bench_function("component", |b| {
         b.iter(|| {
             let req = host_write(next(), "plan.md");
-            let v = component_call(
-                &w.sandbox,
-                &w.backend,
-                &w.model,
-                Mode::Write,
-                "bench",
-                |t, s| t.call_write_file(s, &req),
-            )
-            .version;
+            let v = w
+                .component(Mode::Write, |t, s| t.call_write_file(s, &req))
+                .version;
             let read = host_api::ReadFileRequest {
                 agent_id: "bench".into(),
                 path: "plan.md".into(),
                 since_version: Some(v.saturating_sub(1).max(1)),
                 full_diff: false,
             };
-            black_box(component_call(
-                &w.sandbox,
-                &w.backend,
-                &w.model,
-                Mode::Read,
-                "bench",
-                |t, s| t.call_read_file(s, &read),
-            ));
+            black_box(w.component(Mode::Read, |t, s| t.call_read_file(s, &read)));
         })
     });
     group.bench_function("service", |b| {
@@ -173,7 +185,7 @@ fn per_tool(c: &mut Criterion) {
     let w = Ways::new(dir.path());
     for i in 0..200 {
         let entry = format!("entry {i}");
-        NativePort::call(&w.native, Mode::Write, "bench", |p| {
+        w.native(Mode::Write, |p| {
             tools::append_log(
                 p,
                 api::AppendLogRequest {
@@ -188,31 +200,15 @@ fn per_tool(c: &mut Criterion) {
             path: "log".into(),
             entry: LogValue::Text(entry.clone()),
         };
-        component_call(
-            &w.sandbox,
-            &w.backend,
-            &w.model,
-            Mode::Write,
-            "bench",
-            |t, s| t.call_append_log(s, &req),
-        );
+        w.component(Mode::Write, |t, s| t.call_append_log(s, &req));
         w.service(
             "append_log",
             json!({ "agent_id": "bench", "path": "log", "entry": entry }),
         );
         let path = format!("notes/{i:03}");
-        NativePort::call(&w.native, Mode::Write, "bench", |p| {
-            tools::write_file(p, write(i, &path))
-        });
+        w.native(Mode::Write, |p| tools::write_file(p, write(i, &path)));
         let req = host_write(i, &path);
-        component_call(
-            &w.sandbox,
-            &w.backend,
-            &w.model,
-            Mode::Write,
-            "bench",
-            |t, s| t.call_write_file(s, &req),
-        );
+        w.component(Mode::Write, |t, s| t.call_write_file(s, &req));
         w.service(
             "write_file",
             json!({ "agent_id": "bench", "path": path, "content": document(i) }),
@@ -228,7 +224,7 @@ fn per_tool(c: &mut Criterion) {
     three_ways(
         &mut group,
         || {
-            NativePort::call(&w.native, Mode::Write, "bench", |p| {
+            w.native(Mode::Write, |p| {
                 tools::append_log(
                     p,
                     api::AppendLogRequest {
@@ -240,14 +236,7 @@ fn per_tool(c: &mut Criterion) {
             });
         },
         || {
-            component_call(
-                &w.sandbox,
-                &w.backend,
-                &w.model,
-                Mode::Write,
-                "bench",
-                |t, s| t.call_append_log(s, &append),
-            );
+            w.component(Mode::Write, |t, s| t.call_append_log(s, &append));
         },
         || {
             w.service(
@@ -267,7 +256,7 @@ fn per_tool(c: &mut Criterion) {
     three_ways(
         &mut group,
         || {
-            black_box(NativePort::call(&w.native, Mode::Read, "bench", |p| {
+            black_box(w.native(Mode::Read, |p| {
                 tools::read_log(
                     p,
                     api::ReadLogRequest {
@@ -279,14 +268,7 @@ fn per_tool(c: &mut Criterion) {
             }));
         },
         || {
-            black_box(component_call(
-                &w.sandbox,
-                &w.backend,
-                &w.model,
-                Mode::Read,
-                "bench",
-                |t, s| t.call_read_log(s, &page),
-            ));
+            black_box(w.component(Mode::Read, |t, s| t.call_read_log(s, &page)));
         },
         || {
             black_box(w.service(
@@ -305,7 +287,7 @@ fn per_tool(c: &mut Criterion) {
     three_ways(
         &mut group,
         || {
-            black_box(NativePort::call(&w.native, Mode::Read, "bench", |p| {
+            black_box(w.native(Mode::Read, |p| {
                 tools::list_files(
                     p,
                     api::ListFilesRequest {
@@ -316,14 +298,7 @@ fn per_tool(c: &mut Criterion) {
             }));
         },
         || {
-            black_box(component_call(
-                &w.sandbox,
-                &w.backend,
-                &w.model,
-                Mode::Read,
-                "bench",
-                |t, s| t.call_list_files(s, &list),
-            ));
+            black_box(w.component(Mode::Read, |t, s| t.call_list_files(s, &list)));
         },
         || {
             black_box(w.service(
