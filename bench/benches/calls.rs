@@ -10,6 +10,7 @@
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use scratchpad_bench::{NativePort, component_call, document};
+use scratchpad_guest::testing::ScriptedModel;
 use scratchpad_guest::{api, tools};
 use scratchpad_mcp::bindings::{LogValue, ToolError, Tools, api as host_api};
 use scratchpad_mcp::imports::CallState;
@@ -310,6 +311,200 @@ fn per_tool(c: &mut Criterion) {
     group.finish();
 }
 
+/// The tools not covered above, one group each: a write alone, a diff read alone, a delete
+/// (of a file written in the same iteration), the usage counters, and a cached summary.
+fn other_tools(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Ways::new(dir.path());
+    let long = "a long document line\n".repeat(500);
+    w.native(Mode::Write, |p| {
+        tools::write_file(
+            p,
+            api::WriteFileRequest {
+                agent_id: "bench".into(),
+                path: "long.md".into(),
+                content: long.clone(),
+            },
+        )
+    });
+    let req = host_api::WriteFileRequest {
+        agent_id: "bench".into(),
+        path: "long.md".into(),
+        content: long.clone(),
+    };
+    w.component(Mode::Write, |t, s| t.call_write_file(s, &req));
+    w.service(
+        "write_file",
+        json!({ "agent_id": "bench", "path": "long.md", "content": long }),
+    );
+    // Seed each store's cache as a first summary would have.
+    for db in ["native.db", "component.db", "service.db"] {
+        let conn = rusqlite::Connection::open(dir.path().join(db)).unwrap();
+        conn.execute("INSERT INTO summaries SELECT id, current_version, 'm', 'a summary', 'now' FROM files WHERE path = 'long.md'", []).unwrap();
+    }
+    let revision = Cell::new(0);
+    let next = || {
+        revision.set(revision.get() + 1);
+        revision.get()
+    };
+    w.native(Mode::Write, |p| tools::write_file(p, write(0, "plan.md")));
+    w.component(Mode::Write, |t, s| {
+        t.call_write_file(s, &host_write(0, "plan.md"))
+    });
+    w.service(
+        "write_file",
+        json!({ "agent_id": "bench", "path": "plan.md", "content": document(0) }),
+    );
+
+    let mut group = c.benchmark_group("write_file");
+    three_ways(
+        &mut group,
+        || {
+            w.native(Mode::Write, |p| {
+                tools::write_file(p, write(next(), "plan.md"))
+            });
+        },
+        || {
+            let req = host_write(next(), "plan.md");
+            w.component(Mode::Write, |t, s| t.call_write_file(s, &req));
+        },
+        || {
+            w.service(
+                "write_file",
+                json!({ "agent_id": "bench", "path": "plan.md", "content": document(next()) }),
+            );
+        },
+    );
+    group.finish();
+
+    let mut group = c.benchmark_group("read_file");
+    let read = |since| api::ReadFileRequest {
+        agent_id: "bench".into(),
+        path: "plan.md".into(),
+        since_version: Some(since),
+        full_diff: false,
+    };
+    let host_read = |since| host_api::ReadFileRequest {
+        agent_id: "bench".into(),
+        path: "plan.md".into(),
+        since_version: Some(since),
+        full_diff: false,
+    };
+    // Each store's plan.md has had the same writes; diff against the version before the last.
+    let since = |current: u64| current.saturating_sub(1).max(1);
+    let native_v = w
+        .native(Mode::Write, |p| {
+            tools::write_file(p, write(next(), "plan.md"))
+        })
+        .version;
+    let component_v = w
+        .component(Mode::Write, |t, s| {
+            t.call_write_file(s, &host_write(next(), "plan.md"))
+        })
+        .version;
+    let service_v = w.service(
+        "write_file",
+        json!({ "agent_id": "bench", "path": "plan.md", "content": document(next()) }),
+    )["version"]
+        .as_u64()
+        .unwrap();
+    three_ways(
+        &mut group,
+        || {
+            black_box(w.native(Mode::Read, |p| tools::read_file(p, read(since(native_v)))));
+        },
+        || {
+            let req = host_read(since(component_v));
+            black_box(w.component(Mode::Read, |t, s| t.call_read_file(s, &req)));
+        },
+        || {
+            black_box(w.service("read_file", json!({ "agent_id": "bench", "path": "plan.md", "since_version": since(service_v) })));
+        },
+    );
+    group.finish();
+
+    let mut group = c.benchmark_group("delete_file");
+    let delete = || api::DeleteFileRequest {
+        agent_id: "bench".into(),
+        path: "scratch".into(),
+    };
+    let host_delete = host_api::DeleteFileRequest {
+        agent_id: "bench".into(),
+        path: "scratch".into(),
+    };
+    three_ways(
+        &mut group,
+        || {
+            w.native(Mode::Write, |p| {
+                tools::write_file(p, write(next(), "scratch"))
+            });
+            w.native(Mode::Write, |p| tools::delete_file(p, delete()));
+        },
+        || {
+            w.component(Mode::Write, |t, s| {
+                t.call_write_file(s, &host_write(next(), "scratch"))
+            });
+            w.component(Mode::Write, |t, s| t.call_delete_file(s, &host_delete));
+        },
+        || {
+            w.service(
+                "write_file",
+                json!({ "agent_id": "bench", "path": "scratch", "content": document(next()) }),
+            );
+            w.service(
+                "delete_file",
+                json!({ "agent_id": "bench", "path": "scratch" }),
+            );
+        },
+    );
+    group.finish();
+
+    let mut group = c.benchmark_group("get_usage_stats");
+    three_ways(
+        &mut group,
+        || {
+            black_box(w.native(Mode::Read, |p| tools::get_usage_stats(p, "bench")));
+        },
+        || {
+            black_box(w.component(Mode::Read, |t, s| t.call_get_usage_stats(s, "bench")));
+        },
+        || {
+            black_box(w.service("get_usage_stats", json!({ "agent_id": "bench" })));
+        },
+    );
+    group.finish();
+
+    let mut group = c.benchmark_group("summarize_file_cached");
+    let model = ScriptedModel::answering("unused: the summary is cached").named("m");
+    let summarize = || api::SummarizeFileRequest {
+        agent_id: "bench".into(),
+        path: "long.md".into(),
+    };
+    let host_summarize = host_api::SummarizeFileRequest {
+        agent_id: "bench".into(),
+        path: "long.md".into(),
+    };
+    three_ways(
+        &mut group,
+        || {
+            black_box(w.native(Mode::Read, |p| {
+                tools::summarize_file(p, &model, summarize())
+            }));
+        },
+        || {
+            black_box(w.component(Mode::Read, |t, s| t.call_summarize_file(s, &host_summarize)));
+        },
+        || {
+            black_box(w.service(
+                "summarize_file",
+                json!({ "agent_id": "bench", "path": "long.md" }),
+            ));
+        },
+    );
+    group.finish();
+    assert_eq!(model.requests(), 0, "every summary came from the cache");
+}
+
 /// The same durable write and reads issued straight to SQLite with the store's pragmas: the
 /// floor under a write_file + read_file pair.
 fn sqlite_floor(c: &mut Criterion) {
@@ -382,6 +577,7 @@ criterion_group!(
     benches,
     write_then_diff,
     per_tool,
+    other_tools,
     sqlite_floor,
     instance_setup
 );

@@ -3,7 +3,7 @@
 //! stdout carries MCP messages only; every log line, and a fatal error, goes to stderr.
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use scratchpad_mcp::mcp::McpServer;
 use scratchpad_mcp::{Service, Settings};
 use std::path::PathBuf;
@@ -38,7 +38,8 @@ struct Cli {
     )]
     cache_dir: Option<PathBuf>,
 
-    /// What to log on stderr: error, warn, info, debug or trace
+    /// What to log on stderr: error, warn, info, debug or trace for this server (its
+    /// libraries stay at warn), or a full tracing filter such as "info,wasmtime=debug"
     #[arg(
         long,
         value_name = "LEVEL",
@@ -46,6 +47,21 @@ struct Cli {
         default_value = "warn"
     )]
     log: String,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// What to do instead of serving MCP on stdio (the default).
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write the tool-logic component (wasm32-wasip2) this binary runs, for embedding it in
+    /// another runtime; its interface is documented in wit/README.md
+    Component {
+        /// Where to write it
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
 }
 
 /// A plain level applies to this server and its MCP library only: trace logs from Cranelift
@@ -80,6 +96,10 @@ fn fail(e: &anyhow::Error) -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Component { out }) = &cli.command {
+        return std::fs::write(out, scratchpad_mcp::sandbox::GUEST_COMPONENT)
+            .with_context(|| format!("cannot write the component to {}", out.display()));
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)

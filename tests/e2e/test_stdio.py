@@ -214,3 +214,14 @@ def test_help_and_version():
     assert "--db" in help_text and "SCRATCHPAD_DB_PATH" in help_text
     version = subprocess.run([str(BINARY), "--version"], capture_output=True, text=True, check=True).stdout
     assert version.startswith("scratchpad-mcp ")
+
+
+def test_the_component_is_written_for_embedders(tmp_path):
+    out = tmp_path / "scratchpad.wasm"
+    subprocess.run([str(BINARY), "component", "--out", str(out)], check=True, timeout=60)
+    data = out.read_bytes()
+    assert data[:8] == b"\0asm\x0d\x00\x01\x00", "a component, not a core module"
+    assert b"scratchpad:mcp/tools@0.1.0" in data
+    failed = subprocess.run([str(BINARY), "component", "--out", str(tmp_path / "no" / "such" / "dir" / "x")],
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode != 0 and failed.stderr.startswith("scratchpad-mcp: cannot write the component")

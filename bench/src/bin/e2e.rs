@@ -149,6 +149,18 @@ fn criterion_rows(root: &Path) {
             "(native); goal <= 1.2x",
         ),
         (
+            "write_file",
+            "write_file/component",
+            "write_file/native",
+            "(native)",
+        ),
+        (
+            "read_file (diff)",
+            "read_file/component",
+            "read_file/native",
+            "(native)",
+        ),
+        (
             "append_log",
             "append_log/component",
             "append_log/native",
@@ -167,10 +179,34 @@ fn criterion_rows(root: &Path) {
             "(native)",
         ),
         (
+            "write_file + delete_file",
+            "delete_file/component",
+            "delete_file/native",
+            "(native)",
+        ),
+        (
+            "get_usage_stats",
+            "get_usage_stats/component",
+            "get_usage_stats/native",
+            "(native)",
+        ),
+        (
+            "summarize_file (cached)",
+            "summarize_file_cached/component",
+            "summarize_file_cached/native",
+            "(native)",
+        ),
+        (
             "write_file + read_file diff",
             "write_diff/component",
             "floor/write_diff",
             "(SQLite floor); goal <= 1.5x",
+        ),
+        (
+            "JSON layer: write_file + read_file diff",
+            "write_diff/service",
+            "write_diff/component",
+            "(component)",
         ),
     ];
     for (what, measured, reference, goal) in pairs {
