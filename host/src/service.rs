@@ -25,9 +25,7 @@ use wasmtime::Store;
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
     /// No tool has that name (a protocol error, not a tool result).
-    #[error(
-        "unknown tool {0:?}; the tools are write_file, read_file, append_log, read_log, list_files, delete_file, summarize_file, get_usage_stats"
-    )]
+    #[error("unknown tool {0:?}; the tools are {names}", names = tool_names())]
     UnknownTool(String),
     /// The arguments did not decode, or the guest's answer broke a host invariant.
     #[error(transparent)]
@@ -41,6 +39,10 @@ pub enum CallError {
     /// The sandbox stopped the guest.
     #[error("{0}; nothing was changed")]
     Sandbox(SandboxError),
+}
+
+fn tool_names() -> String {
+    ToolName::ALL.map(ToolName::as_str).join(", ")
 }
 
 fn tool_message(e: &ToolError) -> String {

@@ -124,11 +124,6 @@ impl Sqlite {
         Ok(store)
     }
 
-    /// Where the store lives.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     fn connect(&self) -> Result<Connection, StoreError> {
         let conn = Connection::open(&self.path).map_err(map_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
