@@ -52,6 +52,7 @@ impl Ways {
             service: Service::open(&Settings {
                 db: dir.join("service.db"),
                 cache_dir: Some(cache.clone()),
+                limits: scratchpad_mcp::bindings::NO_OVERRIDES,
                 anthropic: no_key(),
             })
             .unwrap(),

@@ -7,8 +7,11 @@
 //! values between the two sides' generated types; they decide nothing.
 
 use scratchpad_guest::bindings::scratchpad::mcp::storage as guest_storage;
+use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_guest::names::{AgentId, FilePath, Prefix};
-use scratchpad_guest::{FileMeta, LogEntry, LogValue, Storage, StorageError, Usage};
+use scratchpad_guest::{
+    FileMeta, LimitOverrides, LogEntry, LogValue, Storage, StorageError, Usage,
+};
 use scratchpad_mcp::bindings as host;
 use scratchpad_mcp::bindings::{ToolError as HostToolError, Tools};
 use scratchpad_mcp::imports::CallState;
@@ -227,5 +230,8 @@ impl Storage for NativePort {
         summary: &str,
     ) -> Result<(), StorageError> {
         self.with(|t| t.put_summary(a.as_str(), p.as_str(), v, model, summary))
+    }
+    fn limits(&self, _: &AgentId) -> LimitOverrides {
+        NO_OVERRIDES
     }
 }

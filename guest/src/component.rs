@@ -8,7 +8,7 @@ use crate::bindings::scratchpad::mcp::storage::{self, FileState};
 use crate::bindings::scratchpad::mcp::summariser::{self, SummaryRequest};
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::{Storage, Summariser};
-use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, Usage};
+use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
 
 /// The WIT imports, seen as the ports.
 pub struct Imports;
@@ -87,6 +87,9 @@ impl Storage for Imports {
         summary: &str,
     ) -> Result<(), StorageError> {
         storage::put_summary(a.as_str(), p.as_str(), v, model, summary)
+    }
+    fn limits(&self, a: &AgentId) -> LimitOverrides {
+        storage::limits(a.as_str())
     }
 }
 

@@ -46,6 +46,7 @@ pub mod bindings {
 
 pub use bindings::exports::scratchpad::mcp::tools as api;
 pub use bindings::scratchpad::mcp::types::{
-    FileMeta, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage,
+    FileMeta, LimitOverrides, LogEntry, LogValue, Quotas, StorageError, SummariserError, ToolError,
+    Usage,
 };
 pub use ports::{Storage, Summariser};

@@ -1,8 +1,11 @@
 //! Every limit the tools enforce, one constant each, with why it has that value.
 //!
 //! These are the numbers of SPEC.md. They live here only: the host reads them back through
-//! `get_usage_stats` rather than keeping copies.
+//! `get_usage_stats` rather than keeping copies. An embedder may set its own quotas and
+//! size limits per agent (the `limits` storage import); [`quotas`] applies them over these
+//! defaults.
 
+use crate::{LimitOverrides, Quotas};
 use std::time::Duration;
 
 /// Longest agent id, in characters. Long enough for a UUID with a prefix, short enough to
@@ -58,3 +61,146 @@ pub const DIFF_MIN_SKIPPED_LINES: usize = 3;
 /// back to a coarser (still exact) diff, so two pathological 1 MiB files answer in bounded
 /// time, well inside the host's per-call CPU bound.
 pub const DIFF_DEADLINE: Duration = Duration::from_millis(500);
+
+/// An embedder that sets no limits of its own.
+pub const NO_OVERRIDES: LimitOverrides = LimitOverrides {
+    max_files: None,
+    max_log_entries: None,
+    max_total_bytes: None,
+    max_write_bytes: None,
+    max_log_entry_bytes: None,
+    versions_kept: None,
+    log_page_size: None,
+};
+
+/// A limit an embedder may set: its name (the WIT field's, in snake_case), its default, and
+/// the range it may take. Outside the range a value is brought to the nearest bound, so a
+/// careless embedder cannot switch a rule off; configuration front ends call [`Limit::check`]
+/// to refuse such values up front.
+#[derive(Clone, Copy, Debug)]
+pub struct Limit {
+    /// The name of the setting.
+    pub name: &'static str,
+    /// Its value when the embedder sets none.
+    pub default: u64,
+    /// The smallest value that keeps the tools usable.
+    pub min: u64,
+    /// The largest value the sandbox can serve: a call holds a write's content, its previous
+    /// version and their diff in 256 MiB of guest memory and 5 s of guest CPU.
+    pub max: u64,
+}
+
+impl Limit {
+    /// The value in force: the embedder's, within range, or the default.
+    pub fn apply(&self, value: Option<u64>) -> u64 {
+        value.map_or(self.default, |v| v.clamp(self.min, self.max))
+    }
+
+    /// Whether `value` is in range; the error names the setting, the value and the range.
+    pub fn check(&self, value: u64) -> Result<(), String> {
+        if (self.min..=self.max).contains(&value) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} = {value} is out of range: it must be {} to {}",
+                self.name, self.min, self.max
+            ))
+        }
+    }
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// Files one agent may hold.
+pub const FILES: Limit = Limit {
+    name: "max_files",
+    default: MAX_FILES,
+    min: 1,
+    max: 1_000_000,
+};
+/// Log entries one agent may hold.
+pub const LOG_ENTRIES: Limit = Limit {
+    name: "max_log_entries",
+    default: MAX_LOG_ENTRIES,
+    min: 1,
+    max: 100_000_000,
+};
+/// Bytes one agent may store.
+pub const TOTAL_BYTES: Limit = Limit {
+    name: "max_total_bytes",
+    default: MAX_TOTAL_BYTES,
+    min: 1,
+    max: 1024 * 1024 * MIB,
+};
+/// Largest write.
+pub const WRITE_BYTES: Limit = Limit {
+    name: "max_write_bytes",
+    default: MAX_WRITE_BYTES,
+    min: 1,
+    max: 16 * MIB,
+};
+/// Largest log entry.
+pub const LOG_ENTRY_BYTES: Limit = Limit {
+    name: "max_log_entry_bytes",
+    default: MAX_LOG_ENTRY_BYTES,
+    min: 1,
+    max: MIB,
+};
+/// Versions kept per file.
+pub const KEPT: Limit = Limit {
+    name: "versions_kept",
+    default: VERSIONS_KEPT as u64,
+    min: 1,
+    max: 1_000,
+};
+/// Entries in a page of `read_log`.
+pub const PAGE: Limit = Limit {
+    name: "log_page_size",
+    default: LOG_PAGE_SIZE as u64,
+    min: 1,
+    max: 1_000,
+};
+
+/// Every limit an embedder may set, in the WIT's order.
+pub const CONFIGURABLE: [Limit; 7] = [
+    FILES,
+    LOG_ENTRIES,
+    TOTAL_BYTES,
+    WRITE_BYTES,
+    LOG_ENTRY_BYTES,
+    KEPT,
+    PAGE,
+];
+
+/// The quotas and size limits of an agent: the embedder's where it sets them (within
+/// range), else the defaults above.
+pub fn quotas(o: &LimitOverrides) -> Quotas {
+    // Both u32 limits have a `max` of 1,000, so the casts back cannot truncate.
+    Quotas {
+        max_files: FILES.apply(o.max_files),
+        max_log_entries: LOG_ENTRIES.apply(o.max_log_entries),
+        max_total_bytes: TOTAL_BYTES.apply(o.max_total_bytes),
+        max_write_bytes: WRITE_BYTES.apply(o.max_write_bytes),
+        max_log_entry_bytes: LOG_ENTRY_BYTES.apply(o.max_log_entry_bytes),
+        versions_kept: KEPT.apply(o.versions_kept.map(u64::from)) as u32,
+        log_page_size: PAGE.apply(o.log_page_size.map(u64::from)) as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_in_range_and_out_of_range_values_are_brought_in() {
+        for limit in CONFIGURABLE {
+            assert_eq!(limit.check(limit.default), Ok(()), "{}", limit.name);
+            assert_eq!(limit.apply(Some(0)), limit.min);
+            assert_eq!(limit.apply(Some(u64::MAX)), limit.max);
+        }
+        assert_eq!(
+            KEPT.check(0),
+            Err("versions_kept = 0 is out of range: it must be 1 to 1000".into())
+        );
+    }
+}

@@ -7,7 +7,7 @@
 use crate::bindings::scratchpad::mcp::storage::FileState;
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
 use crate::names::{AgentId, FilePath, Prefix};
-use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, Usage};
+use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
 
 /// What the tools need from storage. Every call is part of the tool call's transaction.
 pub trait Storage {
@@ -78,6 +78,8 @@ pub trait Storage {
         model: &str,
         summary: &str,
     ) -> Result<(), StorageError>;
+    /// The limits the embedder sets for the agent, over the defaults.
+    fn limits(&self, agent: &AgentId) -> LimitOverrides;
 }
 
 /// The model that writes summaries.

@@ -12,11 +12,13 @@
 //! - [`service`]: one tool call, start to finish, as one transaction.
 //! - `tools`: MCP names, schemas and JSON shapes of the tools.
 //! - [`mcp`]: the MCP server (rmcp) over stdio.
-//! - [`settings`]: flags, environment and per-user defaults.
+//! - [`settings`]: flags, environment, the config file and per-user defaults.
+//! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
 
 pub mod bindings;
 pub mod imports;
 pub mod mcp;
+pub mod ops;
 pub mod sandbox;
 pub mod service;
 pub mod settings;
@@ -52,6 +54,6 @@ impl Service {
         let sandbox = sandbox::Sandbox::with_component(wasm, settings.cache_dir.as_deref())?;
         let model =
             summariser::SingleFlight::new(summariser::Anthropic::new(settings.anthropic.clone()));
-        Ok(Service::new(sandbox, Box::new(backend), Arc::new(model)))
+        Ok(Service::new(sandbox, Box::new(backend), Arc::new(model)).with_limits(settings.limits))
     }
 }

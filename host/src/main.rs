@@ -1,11 +1,16 @@
-//! The `scratchpad-mcp` command: serves MCP over stdio.
+//! The `scratchpad-mcp` command: serves MCP over stdio, and the operator's subcommands.
 //!
-//! stdout carries MCP messages only; every log line, and a fatal error, goes to stderr.
+//! stdout carries MCP messages only when serving; every log line, progress and a fatal error
+//! go to stderr.
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use scratchpad_mcp::mcp::McpServer;
+use scratchpad_mcp::ops;
+use scratchpad_mcp::settings::{Flags, Resolved};
+use scratchpad_mcp::storage::admin;
 use scratchpad_mcp::{Service, Settings};
+use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,27 +20,25 @@ use std::sync::Arc;
 /// Versioned files answered with line diffs, append-only logs read by cursor, and cached
 /// summaries of long files, each agent in its own namespace.
 ///
-/// Environment: ANTHROPIC_API_KEY (only for summarize_file), ANTHROPIC_BASE_URL,
-/// SCRATCHPAD_SUMMARY_MODEL (default: claude-haiku-5-5).
+/// Settings come from flags, then environment variables, then the config file
+/// (--config, $SCRATCHPAD_CONFIG, or ~/.config/scratchpad-mcp/config.toml), then defaults;
+/// --print-config shows them. The API key is read from ANTHROPIC_API_KEY only.
+///
+/// Exit status: 0 on success, 2 on an error (one line on stderr); `verify` exits 1 when it
+/// finds problems.
 #[derive(Debug, Parser)]
 #[command(name = "scratchpad-mcp", version, about, long_about)]
 struct Cli {
-    /// The SQLite file [default: the per-user data folder, e.g. ~/.local/share/scratchpad-mcp/scratchpad.db]
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "SCRATCHPAD_DB_PATH",
-        hide_env_values = true
-    )]
+    /// The config file [default: ~/.config/scratchpad-mcp/config.toml, if it exists; env: SCRATCHPAD_CONFIG]
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+
+    /// The SQLite file [default: the per-user data folder, e.g. ~/.local/share/scratchpad-mcp/scratchpad.db; env: SCRATCHPAD_DB_PATH]
+    #[arg(long, value_name = "PATH", global = true)]
     db: Option<PathBuf>,
 
-    /// Where the compiled tool logic is cached [default: the per-user cache folder]
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "SCRATCHPAD_CACHE_DIR",
-        hide_env_values = true
-    )]
+    /// Where the compiled tool logic is cached [default: the per-user cache folder; env: SCRATCHPAD_CACHE_DIR]
+    #[arg(long, value_name = "DIR", global = true)]
     cache_dir: Option<PathBuf>,
 
     /// What to log on stderr: error, warn, info, debug or trace for this server (its
@@ -44,9 +47,15 @@ struct Cli {
         long,
         value_name = "LEVEL",
         env = "SCRATCHPAD_LOG",
-        default_value = "warn"
+        default_value = "warn",
+        global = true
     )]
     log: String,
+
+    /// Print the settings in force (as a config file, each value with where it came from)
+    /// and exit
+    #[arg(long)]
+    print_config: bool,
 
     #[command(subcommand)]
     command: Option<Command>,
@@ -61,6 +70,53 @@ enum Command {
         /// Where to write it
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
+    },
+    /// Copy the store, consistently, while servers keep serving, into a new or empty folder
+    /// with a manifest; the copy is verified before this reports success
+    Snapshot {
+        /// The folder to create
+        dir: PathBuf,
+    },
+    /// Replace the store with a snapshot: verified first, refused while any process has the
+    /// store open, the old store kept aside. Safe to run again after an interruption
+    Restore {
+        /// The snapshot folder
+        dir: PathBuf,
+    },
+    /// Check the store without changing it: SQLite's integrity check, and the invariants of
+    /// versions, sizes, summaries and usage counters. Exit status 0: sound; 1: problems
+    /// found; 2: the store could not be checked
+    Verify {
+        /// Print the result as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write one agent's files (every kept version), summaries and logs as JSON Lines
+    Export {
+        /// The agent to export
+        #[arg(long, value_name = "ID")]
+        agent: String,
+        /// Write here instead of stdout
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Read an export into the store in one transaction. Refuses an agent that already has
+    /// data unless --replace is given
+    Import {
+        /// The export file ("-" for stdin)
+        file: PathBuf,
+        /// Import under this agent id instead of the exported one
+        #[arg(long = "as", value_name = "ID")]
+        as_agent: Option<String>,
+        /// Replace the agent's existing data
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Per-agent usage: files, log entries, bytes and operations
+    Stats {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -77,40 +133,187 @@ fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(e) => return fail(&anyhow::Error::new(e).context("cannot start the async runtime")),
-    };
-    match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&e),
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            // One line of causes: never a backtrace, even with `RUST_BACKTRACE` set, since
+            // stderr is shown to users by their MCP client.
+            eprintln!("scratchpad-mcp: {e:#}");
+            ExitCode::from(2)
+        }
     }
 }
 
-/// Reports a fatal error as one line of causes: never a backtrace, even with
-/// `RUST_BACKTRACE` set, since stderr is shown to users by their MCP client.
-fn fail(e: &anyhow::Error) -> ExitCode {
-    eprintln!("scratchpad-mcp: {e:#}");
-    ExitCode::FAILURE
-}
-
-async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Some(Command::Component { out }) = &cli.command {
-        return std::fs::write(out, scratchpad_mcp::sandbox::GUEST_COMPONENT)
-            .with_context(|| format!("cannot write the component to {}", out.display()));
-    }
+// With --print-config, stdout is the command's output: no MCP session runs.
+#[allow(clippy::print_stdout)]
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(log_filter(&cli.log)?)
         .init();
+    let resolved = Settings::resolve(Flags {
+        config: cli.config,
+        db: cli.db,
+        cache_dir: cli.cache_dir,
+    })?;
+    if cli.print_config {
+        print!("{}", resolved.to_toml());
+        return Ok(ExitCode::SUCCESS);
+    }
+    match cli.command {
+        None => serve(resolved),
+        Some(command) => operate(command, &resolved),
+    }
+}
 
-    let settings = Settings::resolve(cli.db, cli.cache_dir)?;
-    let service = tokio::task::spawn_blocking(move || {
-        Service::open(&settings)
-            .with_context(|| format!("cannot start with the store at {}", settings.db.display()))
-    })
-    .await??;
-    McpServer::new(Arc::new(service)).serve_stdio().await
+fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
+    let settings = resolved.settings;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let service = tokio::task::spawn_blocking(move || {
+            Service::open(&settings).with_context(|| {
+                format!("cannot start with the store at {}", settings.db.display())
+            })
+        })
+        .await??;
+        McpServer::new(Arc::new(service)).serve_stdio().await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+// The subcommands print their results on stdout: no MCP session runs alongside them.
+#[allow(clippy::print_stdout)]
+fn operate(command: Command, resolved: &Resolved) -> anyhow::Result<ExitCode> {
+    let db = &resolved.settings.db;
+    match command {
+        Command::Component { out } => {
+            std::fs::write(&out, scratchpad_mcp::sandbox::GUEST_COMPONENT)
+                .with_context(|| format!("cannot write the component to {}", out.display()))?;
+        }
+        Command::Snapshot { dir } => {
+            let m = ops::snapshot(db, &dir)?;
+            eprintln!(
+                "snapshot of {} written to {}: {} agents, {} files, {} versions, {} log entries, {} bytes (SHA-256 {})",
+                db.display(),
+                dir.display(),
+                m.counts.agents,
+                m.counts.files,
+                m.counts.versions,
+                m.counts.log_entries,
+                m.bytes,
+                m.sha256
+            );
+        }
+        Command::Restore { dir } => {
+            let r = ops::restore(db, &dir)?;
+            match &r.replaced {
+                Some(old) => eprintln!(
+                    "restored {} from the snapshot of {}; the store it replaced is kept at {}",
+                    db.display(),
+                    r.manifest.created_at,
+                    old.display()
+                ),
+                None => eprintln!(
+                    "restored {} from the snapshot of {}",
+                    db.display(),
+                    r.manifest.created_at
+                ),
+            }
+        }
+        Command::Verify { json } => {
+            let v = admin::verify(db)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else if v.ok() {
+                let c = &v.counts;
+                println!(
+                    "ok: {} agents, {} files, {} versions, {} log entries, {} summaries, {} bytes",
+                    c.agents, c.files, c.versions, c.log_entries, c.summaries, c.bytes
+                );
+            } else {
+                println!("{} problems in {}:", v.problems.len(), db.display());
+                for problem in &v.problems {
+                    println!("  {problem}");
+                }
+            }
+            return Ok(if v.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
+        }
+        Command::Export { agent, out } => {
+            let tally = match out {
+                Some(path) => {
+                    let what = || format!("cannot write {}", path.display());
+                    let mut file =
+                        std::io::BufWriter::new(std::fs::File::create(&path).with_context(what)?);
+                    let tally = ops::export(db, &agent, &mut file)?;
+                    file.into_inner()
+                        .map_err(|e| e.into_error())
+                        .and_then(|f| f.sync_all())
+                        .with_context(what)?;
+                    tally
+                }
+                None => {
+                    let stdout = std::io::stdout();
+                    let mut out = std::io::BufWriter::new(stdout.lock());
+                    let tally = ops::export(db, &agent, &mut out)?;
+                    out.flush()?;
+                    tally
+                }
+            };
+            eprintln!(
+                "exported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
+                tally.files, tally.versions, tally.summaries, tally.log_entries
+            );
+        }
+        Command::Import {
+            file,
+            as_agent,
+            replace,
+        } => {
+            let (agent, tally) = if file.as_os_str() == "-" {
+                ops::import(
+                    db,
+                    &mut std::io::stdin().lock(),
+                    as_agent.as_deref(),
+                    replace,
+                )?
+            } else {
+                let input = std::fs::File::open(&file)
+                    .with_context(|| format!("cannot read {}", file.display()))?;
+                ops::import(db, &mut BufReader::new(input), as_agent.as_deref(), replace)?
+            };
+            eprintln!(
+                "imported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
+                tally.files, tally.versions, tally.summaries, tally.log_entries
+            );
+        }
+        Command::Stats { json } => {
+            let stats = admin::stats(db)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&stats)?);
+            } else {
+                let width = stats
+                    .iter()
+                    .map(|s| s.agent_id.chars().count())
+                    .chain([5])
+                    .max()
+                    .unwrap_or(5);
+                println!(
+                    "{:<width$}  {:>7}  {:>11}  {:>13}  {:>10}",
+                    "AGENT", "FILES", "LOG ENTRIES", "BYTES", "OPERATIONS"
+                );
+                for s in &stats {
+                    println!(
+                        "{:<width$}  {:>7}  {:>11}  {:>13}  {:>10}",
+                        s.agent_id, s.files, s.log_entries, s.total_bytes, s.total_operations
+                    );
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

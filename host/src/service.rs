@@ -3,7 +3,9 @@
 //!
 //! This is the one path every call takes, whichever transport it came by.
 
-use crate::bindings::{StorageError, SummariserError, ToolError, Tools, api};
+use crate::bindings::{
+    LimitOverrides, NO_OVERRIDES, StorageError, SummariserError, ToolError, Tools, api,
+};
 use crate::imports::CallState;
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::storage::{Backend, Mode, StoreError};
@@ -80,16 +82,23 @@ pub struct Service {
     sandbox: Sandbox,
     backend: Box<dyn Backend>,
     model: Arc<dyn SummaryModel>,
+    limits: LimitOverrides,
 }
 
 impl Service {
-    /// Puts the parts together.
+    /// Puts the parts together, with the default limits.
     pub fn new(sandbox: Sandbox, backend: Box<dyn Backend>, model: Arc<dyn SummaryModel>) -> Self {
         Self {
             sandbox,
             backend,
             model,
+            limits: NO_OVERRIDES,
         }
+    }
+
+    /// The same with the operator's limits.
+    pub fn with_limits(self, limits: LimitOverrides) -> Self {
+        Self { limits, ..self }
     }
 
     /// Calls the tool `name` with MCP arguments; the result is the tool's structured content.
@@ -250,7 +259,7 @@ impl Service {
             Mode::Write
         };
         let txn = self.backend.begin(mode).map_err(CallError::Storage)?;
-        let state = CallState::new(agent, txn, Arc::clone(&self.model));
+        let state = CallState::new(agent, txn, Arc::clone(&self.model)).with_limits(self.limits);
         let (answer, state) = self.sandbox.run(state, |instance, store| {
             call(instance.scratchpad_mcp_tools(), store)
         });

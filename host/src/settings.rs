@@ -1,11 +1,28 @@
-//! Where things live and how the summariser is reached: from flags, then the environment,
-//! then per-user defaults that do not depend on the folder a client launched the server from.
+//! Where things live, the limits in force and how the summariser is reached.
+//!
+//! Each setting comes from the first of: a command-line flag, an environment variable, the
+//! config file, the default. The config file is TOML, at `--config FILE`, `SCRATCHPAD_CONFIG`
+//! or the per-user config folder (`~/.config/scratchpad-mcp/config.toml` on Linux); only an
+//! explicitly named file must exist. Stdio clients pass few variables to the servers they
+//! start, so everything can also be set in the file. The API key is the exception: it is read
+//! from `ANTHROPIC_API_KEY` only, so that it never sits in a file that gets shared.
+//!
+//! Limits are the guest's: their names, defaults and ranges come from
+//! [`scratchpad_guest::limits::CONFIGURABLE`], so this module has no copy of any number.
 
+use crate::bindings::LimitOverrides;
 use crate::summariser::{AnthropicConfig, DEFAULT_BASE_URL, DEFAULT_MODEL};
-use std::path::PathBuf;
+use scratchpad_guest::limits::{CONFIGURABLE, Limit};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+use std::path::{Path, PathBuf};
 
 /// The file name of the store inside the per-user data folder.
 const DB_FILE: &str = "scratchpad.db";
+
+/// The config file's name inside the per-user config folder.
+const CONFIG_FILE: &str = "config.toml";
 
 /// Everything needed to open a [`crate::Service`].
 #[derive(Clone, Debug)]
@@ -14,38 +31,446 @@ pub struct Settings {
     pub db: PathBuf,
     /// Where the compiled component is cached; `None` compiles at every start.
     pub cache_dir: Option<PathBuf>,
+    /// The limits the operator set; the rest are the guest's defaults.
+    pub limits: LimitOverrides,
     /// The summariser.
     pub anthropic: AnthropicConfig,
 }
 
-/// No per-user folder could be found for the store.
+/// What the command line says, before the environment and the config file are consulted.
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--db`.
+    pub db: Option<PathBuf>,
+    /// `--cache-dir`.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Why the settings could not be worked out. Every message names the file, key or variable.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "no per-user data folder is known on this system; pass --db PATH or set SCRATCHPAD_DB_PATH"
-)]
-pub struct NoDataDir;
+pub enum SettingsError {
+    /// No per-user folder could be found for the store.
+    #[error(
+        "no per-user data folder is known on this system; pass --db PATH or set SCRATCHPAD_DB_PATH"
+    )]
+    NoDataDir,
+    /// The config file could not be read.
+    #[error("cannot read the config file {path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The config file is not valid TOML, or has an unknown key or a value of the wrong type.
+    #[error("config file {path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong, as the TOML parser says (with line and column).
+        reason: String,
+    },
+    /// A limit is out of its range, or an environment variable is not a number.
+    #[error("{origin}: {reason}")]
+    Limit {
+        /// The file or variable it came from.
+        origin: String,
+        /// The setting, its value and its range.
+        reason: String,
+    },
+}
+
+/// Where a setting's value came from, for `--print-config`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag.
+    Flag(&'static str),
+    /// An environment variable.
+    Env(String),
+    /// The config file.
+    File,
+    /// Nothing set it.
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Flag(flag) => write!(f, "from {flag}"),
+            Source::Env(var) => write!(f, "from ${var}"),
+            Source::File => f.write_str("from the config file"),
+            Source::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// The settings in force, and where each came from.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// The settings.
+    pub settings: Settings,
+    /// The config file read, if any.
+    pub config_file: Option<PathBuf>,
+    /// `(key, TOML value, source)` for every setting, in the config file's order.
+    report: Vec<(String, String, Source)>,
+}
+
+/// The config file as written. Unknown keys are refused, so a typo is not silently ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    store: StoreSection,
+    #[serde(default)]
+    limits: BTreeMap<String, u64>,
+    #[serde(default)]
+    summariser: SummariserSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreSection {
+    path: Option<PathBuf>,
+    cache_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SummariserSection {
+    model: Option<String>,
+    base_url: Option<String>,
+}
+
+/// The environment variable that sets a limit: `SCRATCHPAD_` and its name in capitals.
+pub fn limit_var(limit: &Limit) -> String {
+    format!("SCRATCHPAD_{}", limit.name.to_ascii_uppercase())
+}
+
+/// Picks the first value given: flag, variable, file, else none.
+fn first<T>(
+    flag: Option<(T, &'static str)>,
+    env: Option<(T, &str)>,
+    file: Option<T>,
+) -> Option<(T, Source)> {
+    flag.map(|(v, f)| (v, Source::Flag(f)))
+        .or_else(|| env.map(|(v, var)| (v, Source::Env(var.to_owned()))))
+        .or_else(|| file.map(|v| (v, Source::File)))
+}
 
 impl Settings {
-    /// Resolves settings: an explicit value wins, else the environment, else the default.
-    /// `db` and `cache_dir` come from the command line (which also reads their variables).
-    pub fn resolve(db: Option<PathBuf>, cache_dir: Option<PathBuf>) -> Result<Self, NoDataDir> {
-        let db = match db {
-            Some(db) => db,
-            None => dirs::data_dir()
-                .ok_or(NoDataDir)?
-                .join("scratchpad-mcp")
-                .join(DB_FILE),
+    /// Resolves the settings from `flags`, the process environment and the config file.
+    pub fn resolve(flags: Flags) -> Result<Resolved, SettingsError> {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Self::resolve_with(
+            flags,
+            &env,
+            dirs::config_dir(),
+            dirs::data_dir(),
+            dirs::cache_dir(),
+        )
+    }
+
+    /// The same with the environment and the per-user folders given (tests set their own).
+    pub fn resolve_with(
+        flags: Flags,
+        env: &dyn Fn(&str) -> Option<String>,
+        config_dir: Option<PathBuf>,
+        data_dir: Option<PathBuf>,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<Resolved, SettingsError> {
+        let explicit = flags
+            .config
+            .clone()
+            .or_else(|| env("SCRATCHPAD_CONFIG").map(PathBuf::from));
+        let (file, config_file) = match explicit {
+            Some(path) => (read_config(&path)?, Some(path)),
+            None => {
+                let default = config_dir.map(|d| d.join("scratchpad-mcp").join(CONFIG_FILE));
+                match default.filter(|p| p.exists()) {
+                    Some(path) => (read_config(&path)?, Some(path)),
+                    None => (ConfigFile::default(), None),
+                }
+            }
         };
-        let cache_dir = cache_dir.or_else(|| dirs::cache_dir().map(|d| d.join("scratchpad-mcp")));
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        Ok(Self {
-            db,
-            cache_dir,
-            anthropic: AnthropicConfig {
-                api_key: var("ANTHROPIC_API_KEY"),
-                base_url: var("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.into()),
-                model: var("SCRATCHPAD_SUMMARY_MODEL").unwrap_or_else(|| DEFAULT_MODEL.into()),
+        let origin = config_file
+            .as_deref()
+            .map_or_else(String::new, |p| format!("config file {}", p.display()));
+        let mut report = Vec::new();
+        let mut note = |key: &str, value: String, source: Source| {
+            report.push((key.to_owned(), value, source));
+        };
+
+        let db = match first(
+            flags.db.map(|p| (p, "--db")),
+            env("SCRATCHPAD_DB_PATH").map(|p| (PathBuf::from(p), "SCRATCHPAD_DB_PATH")),
+            file.store.path,
+        ) {
+            Some((path, source)) => (path, source),
+            None => (
+                data_dir
+                    .ok_or(SettingsError::NoDataDir)?
+                    .join("scratchpad-mcp")
+                    .join(DB_FILE),
+                Source::Default,
+            ),
+        };
+        note("store.path", toml_str(&db.0.display().to_string()), db.1);
+        let cache = match first(
+            flags.cache_dir.map(|p| (p, "--cache-dir")),
+            env("SCRATCHPAD_CACHE_DIR").map(|p| (PathBuf::from(p), "SCRATCHPAD_CACHE_DIR")),
+            file.store.cache_dir,
+        ) {
+            Some((dir, source)) => (Some(dir), source),
+            None => (cache_dir.map(|d| d.join("scratchpad-mcp")), Source::Default),
+        };
+        let shown = cache.0.as_deref().map_or_else(
+            || "\"\" # none: the component is compiled at every start".into(),
+            |d| toml_str(&d.display().to_string()),
+        );
+        note("store.cache_dir", shown, cache.1);
+
+        for name in file.limits.keys() {
+            if !CONFIGURABLE.iter().any(|l| l.name == name) {
+                return Err(SettingsError::Limit {
+                    origin,
+                    reason: format!(
+                        "unknown limit {name:?}; the limits are {}",
+                        CONFIGURABLE.map(|l| l.name).join(", ")
+                    ),
+                });
+            }
+        }
+        let mut values = BTreeMap::new();
+        for limit in CONFIGURABLE {
+            let var = limit_var(&limit);
+            let from_env = match env(&var) {
+                Some(text) => Some((
+                    text.trim()
+                        .parse::<u64>()
+                        .map_err(|_| SettingsError::Limit {
+                            origin: format!("${var}"),
+                            reason: format!("{text:?} is not a whole number"),
+                        })?,
+                    var.as_str(),
+                )),
+                None => None,
+            };
+            let chosen = first(None, from_env, file.limits.get(limit.name).copied());
+            let key = format!("limits.{}", limit.name);
+            match chosen {
+                Some((value, source)) => {
+                    limit.check(value).map_err(|reason| SettingsError::Limit {
+                        origin: match &source {
+                            Source::Env(var) => format!("${var}"),
+                            _ => origin.clone(),
+                        },
+                        reason,
+                    })?;
+                    values.insert(limit.name, value);
+                    note(&key, value.to_string(), source);
+                }
+                None => note(&key, limit.default.to_string(), Source::Default),
+            }
+        }
+
+        let model = first(
+            None,
+            env("SCRATCHPAD_SUMMARY_MODEL").map(|m| (m, "SCRATCHPAD_SUMMARY_MODEL")),
+            file.summariser.model,
+        )
+        .unwrap_or_else(|| (DEFAULT_MODEL.into(), Source::Default));
+        note("summariser.model", toml_str(&model.0), model.1);
+        let base_url = first(
+            None,
+            env("ANTHROPIC_BASE_URL").map(|u| (u, "ANTHROPIC_BASE_URL")),
+            file.summariser.base_url,
+        )
+        .unwrap_or_else(|| (DEFAULT_BASE_URL.into(), Source::Default));
+        note("summariser.base_url", toml_str(&base_url.0), base_url.1);
+        let api_key = env("ANTHROPIC_API_KEY");
+
+        let u32_of = |name| values.get(name).map(|&v| v as u32);
+        let settings = Settings {
+            db: db.0,
+            cache_dir: cache.0,
+            // Each value was checked against its range, which for the u32 limits ends at 1,000.
+            limits: LimitOverrides {
+                max_files: values.get("max_files").copied(),
+                max_log_entries: values.get("max_log_entries").copied(),
+                max_total_bytes: values.get("max_total_bytes").copied(),
+                max_write_bytes: values.get("max_write_bytes").copied(),
+                max_log_entry_bytes: values.get("max_log_entry_bytes").copied(),
+                versions_kept: u32_of("versions_kept"),
+                log_page_size: u32_of("log_page_size"),
             },
+            anthropic: AnthropicConfig {
+                api_key,
+                base_url: base_url.0,
+                model: model.0,
+            },
+        };
+        Ok(Resolved {
+            settings,
+            config_file,
+            report,
         })
+    }
+}
+
+impl Resolved {
+    /// The settings in force as a config file, each line saying where its value came from.
+    /// The API key is never shown: only whether it is set.
+    pub fn to_toml(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# scratchpad-mcp {}: the settings in force",
+            env!("CARGO_PKG_VERSION")
+        );
+        let _ = match &self.config_file {
+            Some(path) => writeln!(out, "# config file: {}", path.display()),
+            None => writeln!(out, "# config file: none found"),
+        };
+        let key_state = if self.settings.anthropic.api_key.is_some() {
+            "set"
+        } else {
+            "not set"
+        };
+        let _ = writeln!(out, "# ANTHROPIC_API_KEY: {key_state}");
+        let mut section = "";
+        for (key, value, source) in &self.report {
+            let (table, name) = key.split_once('.').unwrap_or(("", key));
+            if table != section {
+                let _ = writeln!(out, "\n[{table}]");
+                section = table;
+            }
+            let line = format!("{name} = {value}");
+            let _ = writeln!(out, "{line:<48} # {source}");
+        }
+        out
+    }
+}
+
+/// A TOML basic string.
+fn toml_str(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}
+
+fn read_config(path: &Path) -> Result<ConfigFile, SettingsError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SettingsError::Unreadable {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    toml::from_str(&text).map_err(|e| SettingsError::Invalid {
+        path: path.display().to_string(),
+        reason: e.message().to_owned() + &location(&text, e.span()),
+    })
+}
+
+/// " (line L, column C)" for a byte span of `text`, when the parser gave one.
+fn location(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let Some(span) = span else {
+        return String::new();
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!(" (line {line}, column {column})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::NO_OVERRIDES;
+    use std::collections::HashMap;
+
+    fn resolve(config: Option<&str>, vars: &[(&str, &str)]) -> Result<Resolved, SettingsError> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut flags = Flags::default();
+        if let Some(text) = config {
+            let path = dir.path().join("config.toml");
+            std::fs::write(&path, text).unwrap();
+            flags.config = Some(path);
+        }
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Settings::resolve_with(
+            flags,
+            &|name| vars.get(name).cloned(),
+            None,
+            Some(dir.path().join("data")),
+            None,
+        )
+    }
+
+    #[test]
+    fn nothing_set_means_every_default() {
+        let r = resolve(None, &[]).unwrap();
+        assert_eq!(r.settings.limits, NO_OVERRIDES);
+        assert!(r.settings.db.ends_with("data/scratchpad-mcp/scratchpad.db"));
+        assert_eq!(r.settings.anthropic.model, DEFAULT_MODEL);
+        assert!(r.to_toml().contains("versions_kept = 10"));
+    }
+
+    #[test]
+    fn the_environment_wins_over_the_file() {
+        let config =
+            "[limits]\nversions_kept = 3\nmax_files = 7\n[summariser]\nmodel = \"m-file\"\n";
+        let r = resolve(
+            Some(config),
+            &[
+                ("SCRATCHPAD_VERSIONS_KEPT", "4"),
+                ("SCRATCHPAD_SUMMARY_MODEL", "m-env"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(r.settings.limits.versions_kept, Some(4));
+        assert_eq!(r.settings.limits.max_files, Some(7));
+        assert_eq!(r.settings.anthropic.model, "m-env");
+        let shown = r.to_toml();
+        assert!(shown.contains("$SCRATCHPAD_VERSIONS_KEPT"), "{shown}");
+        assert!(shown.contains("max_files = 7"), "{shown}");
+    }
+
+    #[test]
+    fn bad_values_name_the_rule_and_the_value() {
+        let e = resolve(Some("[limits]\nversions_kept = 0\n"), &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("versions_kept = 0 is out of range: it must be 1 to 1000"),
+            "{e}"
+        );
+        let e = resolve(Some("[limits]\nmax_flies = 3\n"), &[]).unwrap_err();
+        assert!(e.to_string().contains("unknown limit \"max_flies\""), "{e}");
+        let e = resolve(Some("[store]\npth = \"x\"\n"), &[]).unwrap_err();
+        assert!(e.to_string().contains("unknown field `pth`"), "{e}");
+        assert!(e.to_string().contains("(line 2, column 1)"), "{e}");
+        let e = resolve(None, &[("SCRATCHPAD_MAX_FILES", "lots")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "$SCRATCHPAD_MAX_FILES: \"lots\" is not a whole number"
+        );
+    }
+
+    #[test]
+    fn the_key_is_never_printed() {
+        let r = resolve(None, &[("ANTHROPIC_API_KEY", "sk-ant-secret")]).unwrap();
+        let shown = r.to_toml();
+        assert!(!shown.contains("sk-ant-secret"));
+        assert!(shown.contains("ANTHROPIC_API_KEY: set"));
+    }
+
+    #[test]
+    fn a_named_config_file_must_exist() {
+        let flags = Flags {
+            config: Some("/nonexistent/scratchpad.toml".into()),
+            ..Flags::default()
+        };
+        let e = Settings::resolve_with(flags, &|_| None, None, None, None).unwrap_err();
+        assert!(matches!(e, SettingsError::Unreadable { .. }), "{e}");
     }
 }

@@ -1,5 +1,6 @@
 //! A scratchpad in a temporary folder, and helpers to call its tools as MCP would.
 
+use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
@@ -13,6 +14,7 @@ pub struct Scratch {
     service: Option<Service>,
     anthropic: AnthropicConfig,
     component: &'static [u8],
+    limits: LimitOverrides,
 }
 
 /// All tests share one compiled-component cache, so Cranelift runs once per test run.
@@ -29,10 +31,11 @@ fn no_key() -> AnthropicConfig {
     }
 }
 
-fn settings(db: &Path, anthropic: &AnthropicConfig) -> Settings {
+fn settings(db: &Path, anthropic: &AnthropicConfig, limits: LimitOverrides) -> Settings {
     Settings {
         db: db.to_owned(),
         cache_dir: Some(cache_dir()),
+        limits,
         anthropic: anthropic.clone(),
     }
 }
@@ -45,25 +48,36 @@ impl Scratch {
 
     /// A new, empty store whose summariser is configured as given.
     pub fn with_anthropic(anthropic: AnthropicConfig) -> Self {
-        Self::with(anthropic, GUEST_COMPONENT)
+        Self::with(anthropic, GUEST_COMPONENT, NO_OVERRIDES)
     }
 
     /// A new, empty store served by another build of the component.
     pub fn with_component(component: &'static [u8]) -> Self {
-        Self::with(no_key(), component)
+        Self::with(no_key(), component, NO_OVERRIDES)
     }
 
-    fn with(anthropic: AnthropicConfig, component: &'static [u8]) -> Self {
+    /// A new, empty store whose operator set these limits.
+    pub fn with_limits(limits: LimitOverrides) -> Self {
+        Self::with(no_key(), GUEST_COMPONENT, limits)
+    }
+
+    fn with(anthropic: AnthropicConfig, component: &'static [u8], limits: LimitOverrides) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("store.db");
-        let service = Service::open_with_component(&settings(&db, &anthropic), component)
+        let service = Service::open_with_component(&settings(&db, &anthropic, limits), component)
             .expect("open service");
         Self {
             dir,
             service: Some(service),
             anthropic,
             component,
+            limits,
         }
+    }
+
+    /// Stops the service, closing the store.
+    pub fn stop(&mut self) {
+        self.service = None;
     }
 
     pub fn db(&self) -> PathBuf {
@@ -73,7 +87,7 @@ impl Scratch {
     /// Stops the service and starts a new one on the same file, as a client restart would.
     pub fn restart(&mut self) {
         self.service = None;
-        let settings = settings(&self.db(), &self.anthropic);
+        let settings = settings(&self.db(), &self.anthropic, self.limits);
         self.service =
             Some(Service::open_with_component(&settings, self.component).expect("reopen"));
     }

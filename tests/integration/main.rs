@@ -9,6 +9,7 @@ mod files;
 mod hostile_input;
 mod isolation;
 mod logs;
+mod ops;
 mod sandbox;
 mod standin;
 mod storage;

@@ -3,9 +3,10 @@
 
 use crate::bindings::scratchpad::mcp::storage::{FileState, VersionInfo};
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
+use crate::limits::NO_OVERRIDES;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::{Storage, Summariser};
-use crate::{FileMeta, LogEntry, LogValue, StorageError, SummariserError, Usage};
+use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
@@ -33,6 +34,7 @@ struct Data {
 pub struct Memory {
     data: RefCell<Data>,
     calls: Cell<usize>,
+    limits: Option<LimitOverrides>,
 }
 
 fn zero() -> Usage {
@@ -45,6 +47,14 @@ fn zero() -> Usage {
 }
 
 impl Memory {
+    /// An empty store whose embedder sets these limits for every agent.
+    pub fn with_limits(limits: LimitOverrides) -> Self {
+        Self {
+            limits: Some(limits),
+            ..Self::default()
+        }
+    }
+
     fn key(a: &AgentId, p: &FilePath) -> (String, String) {
         (a.as_str().to_owned(), p.as_str().to_owned())
     }
@@ -280,6 +290,10 @@ impl Storage for Memory {
         let key = Self::summary_key(a, p, v, model);
         data.summaries.insert(key, summary.to_owned());
         Ok(())
+    }
+
+    fn limits(&self, _: &AgentId) -> LimitOverrides {
+        self.limits.unwrap_or(NO_OVERRIDES)
     }
 }
 

@@ -6,20 +6,22 @@ use crate::api::{
     ReadFileResult, WholeContent, WholeContentReason, WriteFileRequest, WriteFileResult,
 };
 use crate::diff::{self, Form};
-use crate::limits::{MAX_FILES, MAX_TOTAL_BYTES, MAX_WRITE_BYTES, VERSIONS_KEPT};
+use crate::limits::quotas;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::Storage;
 use crate::{FileMeta, ToolError};
 
 /// Stores content as a new version, unless it equals the current one; prunes to the newest
-/// [`VERSIONS_KEPT`] in the same transaction.
+/// `versions_kept` in the same transaction.
 pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
+    let q = quotas(&s.limits(&agent));
     let bytes = r.content.len() as u64;
-    if bytes > MAX_WRITE_BYTES {
+    if bytes > q.max_write_bytes {
         return Err(ToolError::InvalidArgument(format!(
-            "content is {bytes} bytes; the limit for one write is {MAX_WRITE_BYTES} bytes"
+            "content is {bytes} bytes; the limit for one write is {} bytes",
+            q.max_write_bytes
         )));
     }
     let state = s.stat_file(&agent, &path)?;
@@ -37,23 +39,24 @@ pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResu
     }
 
     let version = last_version + 1;
-    let keep_from = (version + 1).saturating_sub(u64::from(VERSIONS_KEPT));
+    let keep_from = (version + 1).saturating_sub(u64::from(q.versions_kept));
     let pruned_bytes: u64 = kept
         .iter()
         .filter(|v| v.version < keep_from)
         .map(|v| v.bytes)
         .sum();
     let usage = s.get_usage(&agent)?;
-    if kept.is_empty() && usage.file_count >= MAX_FILES {
+    if kept.is_empty() && usage.file_count >= q.max_files {
         return Err(ToolError::QuotaExceeded(format!(
-            "agent {agent} has {} files; the quota is {MAX_FILES} files (delete one to make room)",
-            usage.file_count
+            "agent {agent} has {} files; the quota is {} files (delete one to make room)",
+            usage.file_count, q.max_files
         )));
     }
     let total = (usage.total_bytes + bytes).saturating_sub(pruned_bytes);
-    if total > MAX_TOTAL_BYTES {
+    if total > q.max_total_bytes {
         return Err(ToolError::QuotaExceeded(format!(
-            "writing {bytes} bytes would bring agent {agent} to {total} bytes stored; the quota is {MAX_TOTAL_BYTES} bytes"
+            "writing {bytes} bytes would bring agent {agent} to {total} bytes stored; the quota is {} bytes",
+            q.max_total_bytes
         )));
     }
     s.put_version(&agent, &path, version, &r.content)?;
@@ -157,7 +160,9 @@ pub fn delete_file(s: &impl Storage, r: DeleteFileRequest) -> Result<DeleteFileR
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LimitOverrides;
     use crate::api::DiffChunk;
+    use crate::limits::{MAX_FILES, MAX_TOTAL_BYTES, MAX_WRITE_BYTES, NO_OVERRIDES};
     use crate::testing::Memory;
 
     fn write(s: &Memory, path: &str, content: &str) -> Result<WriteFileResult, ToolError> {
@@ -387,5 +392,40 @@ mod tests {
         assert!(write(&s, "../x", "c").is_err());
         assert!(write(&s, "ok", &"x".repeat(MAX_WRITE_BYTES as usize + 1)).is_err());
         assert_eq!(s.calls(), 0, "validation happens before any storage call");
+    }
+
+    #[test]
+    fn embedder_limits_replace_the_defaults() {
+        let s = Memory::with_limits(LimitOverrides {
+            max_write_bytes: Some(10),
+            versions_kept: Some(2),
+            max_files: Some(1),
+            ..NO_OVERRIDES
+        });
+        assert_eq!(
+            write(&s, "f", &"x".repeat(11)),
+            Err(ToolError::InvalidArgument(
+                "content is 11 bytes; the limit for one write is 10 bytes".into()
+            ))
+        );
+        for content in ["1", "2", "3"] {
+            write(&s, "f", content).unwrap();
+        }
+        assert_eq!(s.kept_versions("a", "f"), vec![2, 3]);
+        assert!(matches!(
+            write(&s, "g", "x"),
+            Err(ToolError::QuotaExceeded(m)) if m.contains("the quota is 1 files")
+        ));
+    }
+
+    #[test]
+    fn a_zero_history_still_keeps_the_current_version() {
+        let s = Memory::with_limits(LimitOverrides {
+            versions_kept: Some(0),
+            ..NO_OVERRIDES
+        });
+        write(&s, "f", "1").unwrap();
+        write(&s, "f", "2").unwrap();
+        assert_eq!(s.kept_versions("a", "f"), vec![2]);
     }
 }

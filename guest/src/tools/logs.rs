@@ -3,7 +3,7 @@
 use crate::LogValue;
 use crate::ToolError;
 use crate::api::{AppendLogRequest, AppendLogResult, LogPage, ReadLogRequest};
-use crate::limits::{LOG_PAGE_SIZE, MAX_LOG_ENTRIES, MAX_LOG_ENTRY_BYTES, MAX_TOTAL_BYTES};
+use crate::limits::quotas;
 use crate::names::{AgentId, FilePath};
 use crate::ports::Storage;
 
@@ -18,23 +18,26 @@ pub fn entry_bytes(entry: &LogValue) -> u64 {
 pub fn append_log(s: &impl Storage, r: AppendLogRequest) -> Result<AppendLogResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
+    let q = quotas(&s.limits(&agent));
     let bytes = entry_bytes(&r.entry);
-    if bytes > MAX_LOG_ENTRY_BYTES {
+    if bytes > q.max_log_entry_bytes {
         return Err(ToolError::InvalidArgument(format!(
-            "log entry is {bytes} bytes; the limit for one entry is {MAX_LOG_ENTRY_BYTES} bytes"
+            "log entry is {bytes} bytes; the limit for one entry is {} bytes",
+            q.max_log_entry_bytes
         )));
     }
     let usage = s.get_usage(&agent)?;
-    if usage.log_entry_count >= MAX_LOG_ENTRIES {
+    if usage.log_entry_count >= q.max_log_entries {
         return Err(ToolError::QuotaExceeded(format!(
-            "agent {agent} has {} log entries; the quota is {MAX_LOG_ENTRIES} entries",
-            usage.log_entry_count
+            "agent {agent} has {} log entries; the quota is {} entries",
+            usage.log_entry_count, q.max_log_entries
         )));
     }
     let total = usage.total_bytes + bytes;
-    if total > MAX_TOTAL_BYTES {
+    if total > q.max_total_bytes {
         return Err(ToolError::QuotaExceeded(format!(
-            "appending {bytes} bytes would bring agent {agent} to {total} bytes stored; the quota is {MAX_TOTAL_BYTES} bytes"
+            "appending {bytes} bytes would bring agent {agent} to {total} bytes stored; the quota is {} bytes",
+            q.max_total_bytes
         )));
     }
     let entry_id = s.append_log(&agent, &path, &r.entry, bytes)?;
@@ -49,10 +52,11 @@ pub fn read_log(s: &impl Storage, r: ReadLogRequest) -> Result<LogPage, ToolErro
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     let after = r.since_entry.unwrap_or(0);
+    let page = quotas(&s.limits(&agent)).log_page_size;
     // One entry more than a page tells whether another page follows.
-    let mut entries = s.read_log(&agent, &path, after, LOG_PAGE_SIZE + 1)?;
-    let has_more = entries.len() > LOG_PAGE_SIZE as usize;
-    entries.truncate(LOG_PAGE_SIZE as usize);
+    let mut entries = s.read_log(&agent, &path, after, page.saturating_add(1))?;
+    let has_more = entries.len() > page as usize;
+    entries.truncate(page as usize);
     let last_entry_id = entries.last().map_or(after, |e| e.id);
     Ok(LogPage {
         path: r.path,
@@ -65,6 +69,8 @@ pub fn read_log(s: &impl Storage, r: ReadLogRequest) -> Result<LogPage, ToolErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LimitOverrides;
+    use crate::limits::{MAX_LOG_ENTRIES, MAX_LOG_ENTRY_BYTES, NO_OVERRIDES};
     use crate::testing::Memory;
 
     fn append(s: &Memory, entry: LogValue) -> Result<u64, ToolError> {
@@ -150,5 +156,28 @@ mod tests {
             append(&s, LogValue::Text("over".into())),
             Err(ToolError::QuotaExceeded(m)) if m.contains("100000 log entries")
         ));
+    }
+
+    #[test]
+    fn embedder_page_size_and_entry_quota() {
+        let s = Memory::with_limits(LimitOverrides {
+            log_page_size: Some(3),
+            max_log_entries: Some(4),
+            ..NO_OVERRIDES
+        });
+        for i in 0..4 {
+            append(&s, LogValue::Json(i.to_string())).unwrap();
+        }
+        assert!(matches!(
+            append(&s, LogValue::Text("over".into())),
+            Err(ToolError::QuotaExceeded(m)) if m.contains("the quota is 4 entries")
+        ));
+        let p = page(&s, None);
+        assert_eq!((p.entries.len(), p.has_more, p.last_entry_id), (3, true, 3));
+        let p = page(&s, Some(3));
+        assert_eq!(
+            (p.entries.len(), p.has_more, p.last_entry_id),
+            (1, false, 4)
+        );
     }
 }

@@ -8,6 +8,7 @@ mod storage;
 mod summariser;
 
 use crate::bindings::scratchpad::mcp::types;
+use crate::bindings::{LimitOverrides, NO_OVERRIDES};
 use crate::sandbox::CallLimits;
 use crate::storage::{StoreError, Txn};
 use crate::summariser::SummaryModel;
@@ -20,6 +21,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 pub struct CallState {
     /// The agent this call is for: the only namespace its storage requests may touch.
     agent: String,
+    /// The limits the operator configured, handed to the guest as they are.
+    quotas: LimitOverrides,
     txn: Box<dyn Txn>,
     model: Arc<dyn SummaryModel>,
     /// The first storage failure of the call, if any.
@@ -38,6 +41,7 @@ impl CallState {
     pub fn new(agent: &str, txn: Box<dyn Txn>, model: Arc<dyn SummaryModel>) -> Self {
         Self {
             agent: agent.to_owned(),
+            quotas: NO_OVERRIDES,
             txn,
             model,
             failure: None,
@@ -47,6 +51,11 @@ impl CallState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
         }
+    }
+
+    /// The same with the operator's limits instead of the defaults.
+    pub fn with_limits(self, quotas: LimitOverrides) -> Self {
+        Self { quotas, ..self }
     }
 
     /// Time spent running guest code so far.

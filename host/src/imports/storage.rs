@@ -3,7 +3,9 @@
 
 use super::CallState;
 use crate::bindings::scratchpad::mcp::storage::Host;
-use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, StorageError, Usage};
+use crate::bindings::{
+    FileMeta, FileState, LimitOverrides, LogEntry, LogValue, StorageError, Usage,
+};
 use crate::storage::{StoreError, Txn};
 
 impl CallState {
@@ -122,5 +124,10 @@ impl Host for CallState {
         self.storage(&agent, |t| {
             t.put_summary(&agent, &path, version, &model, &summary)
         })
+    }
+
+    /// Limits are configuration, not data: the same for every agent, so nothing to check.
+    fn limits(&mut self, _agent: String) -> LimitOverrides {
+        self.quotas
     }
 }

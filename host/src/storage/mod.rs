@@ -7,7 +7,14 @@
 
 mod sqlite;
 
-pub use sqlite::Sqlite;
+pub use sqlite::{
+    AgentStats, Counts, ImportError, LockError, Sqlite, StoreLock, Tally, Verification,
+};
+
+/// Operations on a whole SQLite store, for the command line.
+pub mod admin {
+    pub use super::sqlite::{Line, export, now, replace_store, stats, vacuum_into, verify};
+}
 
 use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, StorageError, Usage};
 

@@ -16,6 +16,26 @@
 //!   count; prefix matching compares `substr`, never `LIKE`, so `_` and `%` are literal.
 //! - Connections are pooled: opening one costs a few file operations and pragmas per call.
 
+mod backup;
+mod check;
+mod transfer;
+
+pub use backup::{LockError, StoreLock, now, replace_store, vacuum_into};
+pub use check::{AgentStats, Counts, Verification, stats, verify};
+pub use transfer::{ImportError, Line, Tally};
+
+/// Writes one agent's data as JSON Lines (see [`Line`]) from one read transaction of the
+/// store at `path`, which is opened read-only.
+pub fn export(
+    path: &Path,
+    agent: &str,
+    out: &mut dyn std::io::Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Tally, ImportError> {
+    let mut conn = check::open_read_only(path)?;
+    transfer::export(&mut conn, agent, out, progress)
+}
+
 use super::{Backend, Mode, StoreError, Txn};
 use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, Usage, VersionInfo};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
@@ -94,6 +114,8 @@ pub struct Sqlite {
     path: PathBuf,
     pool: Arc<Mutex<Vec<Connection>>>,
     uncounted: Uncounted,
+    /// Held while the store is open, so that `restore` knows it is in use.
+    _lock: Option<StoreLock>,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -115,6 +137,7 @@ impl Sqlite {
             path: path.to_owned(),
             pool: Arc::default(),
             uncounted: Arc::default(),
+            _lock: StoreLock::shared(path),
         };
         let conn = store.connect().map_err(|e| open_error(e.to_string()))?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -136,6 +159,21 @@ impl Sqlite {
     fn take(&self) -> Result<Connection, StoreError> {
         let pooled = locked(&self.pool).pop();
         pooled.map_or_else(|| self.connect(), Ok)
+    }
+
+    /// Reads an export in one write transaction; see [`transfer`](self) for the rules.
+    /// Returns the agent imported and what it held.
+    pub fn import(
+        &self,
+        input: &mut dyn std::io::BufRead,
+        as_agent: Option<&str>,
+        replace: bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(String, Tally), ImportError> {
+        let mut conn = self.take()?;
+        let result = transfer::import(&mut conn, input, as_agent, replace, progress);
+        give_back(&self.pool, conn);
+        result
     }
 }
 

@@ -1,0 +1,297 @@
+//! The operator's side: configured limits reach the tools; export/import round trips;
+//! verify finds what is broken; snapshot and restore keep to their promises.
+
+use crate::common::Scratch;
+use crate::standin::{Reply, StandIn};
+use rusqlite::Connection;
+use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
+use scratchpad_mcp::ops::{self, OpsError};
+use scratchpad_mcp::storage::admin;
+use scratchpad_mcp::summariser::AnthropicConfig;
+use serde_json::json;
+use std::path::Path;
+
+/// A store with a bit of everything for agent "a": versions, a pruned history, a deleted
+/// file, a summary, text and JSON log entries (key order and numbers as given), and a second
+/// agent that must not travel with it.
+fn populated() -> (Scratch, StandIn) {
+    let standin = StandIn::start(vec![], Some(Reply::summary("A summary.")));
+    let s = Scratch::with_anthropic(AnthropicConfig {
+        api_key: Some("sk-test".into()),
+        base_url: standin.base_url(),
+        model: "claude-haiku-5-5".into(),
+    });
+    for i in 0..12 {
+        s.write(
+            "a",
+            "notes/plan.md",
+            &format!("plan, revision {i}\nline two\n"),
+        );
+    }
+    s.write("a", "gone.txt", "soon deleted");
+    s.ok(
+        "delete_file",
+        json!({ "agent_id": "a", "path": "gone.txt" }),
+    );
+    let long: String = (0..300)
+        .map(|i| format!("line {i} of a long ünïcode file\n"))
+        .collect();
+    s.write("a", "long.md", &long);
+    s.ok(
+        "summarize_file",
+        json!({ "agent_id": "a", "path": "long.md" }),
+    );
+    for entry in [
+        json!("plain text"),
+        json!({ "z": 1, "a": [1.5, null] }),
+        json!(42),
+    ] {
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "run.log", "entry": entry }),
+        );
+    }
+    s.write("b", "other.md", "another agent's file");
+    (s, standin)
+}
+
+fn export(db: &Path, agent: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    ops::export(db, agent, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn configured_limits_reach_the_tools_and_the_usage_stats() {
+    let s = Scratch::with_limits(LimitOverrides {
+        versions_kept: Some(2),
+        max_write_bytes: Some(100),
+        ..NO_OVERRIDES
+    });
+    for i in 1..=3 {
+        s.write("a", "f", &format!("v{i}"));
+    }
+    let read = s.ok(
+        "read_file",
+        json!({ "agent_id": "a", "path": "f", "since_version": 1 }),
+    );
+    assert_eq!(read["version_too_old"], true, "{read}");
+    let e = s.err(
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "x".repeat(101) }),
+    );
+    assert_eq!(
+        e,
+        "content is 101 bytes; the limit for one write is 100 bytes"
+    );
+    let quotas = &s.usage("a")["quotas"];
+    assert_eq!(
+        (
+            quotas["versions_kept"].clone(),
+            quotas["max_write_bytes"].clone(),
+            quotas["max_files"].clone()
+        ),
+        (json!(2), json!(100), json!(1000))
+    );
+}
+
+#[test]
+fn export_import_export_gives_the_same_bytes() {
+    let (s, _standin) = populated();
+    let first = export(&s.db(), "a");
+    let text = String::from_utf8(first.clone()).unwrap();
+    assert!(
+        !text.contains("another agent"),
+        "agent b leaked into a's export"
+    );
+    assert!(
+        text.contains(r#""json":"{\"z\":1,\"a\":[1.5,null]}""#),
+        "{text}"
+    );
+
+    let other = tempfile::tempdir().unwrap();
+    let db = other.path().join("copy.db");
+    let (agent, tally) = ops::import(&db, &mut first.as_slice(), None, false).unwrap();
+    assert_eq!(agent, "a");
+    assert_eq!(
+        (
+            tally.files,
+            tally.versions,
+            tally.summaries,
+            tally.log_entries
+        ),
+        (3, 11, 1, 3)
+    );
+    assert_eq!(export(&db, "a"), first);
+    assert!(admin::verify(&db).unwrap().ok());
+
+    // The imported store serves the agent as the original did: the same counters, numbers
+    // that continue (the deleted path keeps its last number), the summary a cache hit.
+    let before = s.usage("a");
+    let mut copy = Scratch::new();
+    copy.stop();
+    std::fs::copy(&db, copy.db()).unwrap();
+    copy.restart();
+    let after = copy.usage("a");
+    for counter in [
+        "total_bytes",
+        "file_count",
+        "log_entry_count",
+        "total_operations",
+    ] {
+        assert_eq!(after[counter], before[counter], "{counter}");
+    }
+    assert_eq!(copy.write("a", "gone.txt", "back")["version"], 2);
+    assert_eq!(copy.write("a", "notes/plan.md", "new")["version"], 13);
+    let summary = copy.ok(
+        "summarize_file",
+        json!({ "agent_id": "a", "path": "long.md" }),
+    );
+    assert_eq!(summary["cached"], true, "{summary}");
+}
+
+#[test]
+fn import_refuses_to_overwrite_unless_asked_and_refuses_broken_files_whole() {
+    let (s, _standin) = populated();
+    let exported = export(&s.db(), "a");
+    let usage_before = s.usage("b");
+
+    let e = ops::import(&s.db(), &mut exported.as_slice(), None, false).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("agent \"a\" already has data in this store; pass --replace"),
+        "{e}"
+    );
+
+    // Under another name it lands beside the original; with --replace it replaces.
+    let (agent, _) = ops::import(&s.db(), &mut exported.as_slice(), Some("a2"), false).unwrap();
+    assert_eq!(agent, "a2");
+    s.write("a", "extra.md", "written after the export");
+    ops::import(&s.db(), &mut exported.as_slice(), None, true).unwrap();
+    assert_eq!(export(&s.db(), "a"), exported);
+    assert!(admin::verify(&s.db()).unwrap().ok());
+
+    // Truncated, reordered or tampered files change nothing.
+    let text = String::from_utf8(exported).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let truncated = lines[..lines.len() - 1].join("\n");
+    let swapped = {
+        let mut l = lines.clone();
+        l.swap(2, 3);
+        l.join("\n")
+    };
+    let miscounted = text.replace("\"log_entries\":3", "\"log_entries\":4");
+    for (name, bad) in [
+        ("truncated", truncated),
+        ("swapped", swapped),
+        ("miscounted", miscounted),
+    ] {
+        let fresh = tempfile::tempdir().unwrap();
+        let db = fresh.path().join("s.db");
+        let e = ops::import(&db, &mut bad.as_bytes(), None, false).unwrap_err();
+        assert!(matches!(e, OpsError::Import(_)), "{name}: {e}");
+        assert!(e.to_string().starts_with("line "), "{name}: {e}");
+        assert_eq!(
+            admin::stats(&db).unwrap(),
+            vec![],
+            "{name} left data behind"
+        );
+    }
+    assert_eq!(s.usage("b")["total_bytes"], usage_before["total_bytes"]);
+}
+
+#[test]
+fn verify_passes_a_sound_store_and_names_each_broken_invariant() {
+    let (s, _standin) = populated();
+    let v = admin::verify(&s.db()).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+    assert_eq!(
+        (
+            v.counts.agents,
+            v.counts.files,
+            v.counts.log_entries,
+            v.counts.summaries
+        ),
+        (2, 3, 3, 1)
+    );
+
+    let conn = Connection::open(s.db()).unwrap();
+    conn.execute_batch(
+        "UPDATE agents SET total_bytes = total_bytes + 1 WHERE agent_id = 'a';
+         UPDATE versions SET bytes = 1 WHERE version = 12;
+         DELETE FROM versions WHERE version = 1 AND file_id = (SELECT id FROM files WHERE path = 'long.md');",
+    )
+    .unwrap();
+    let problems = admin::verify(&s.db()).unwrap().problems;
+    let text = problems.join("\n");
+    for expected in [
+        "an agent whose counters are not what its rows add up to: a:",
+        "a version whose recorded size is not its content's: a notes/plan.md v12",
+        "a file whose recorded size is not its current version's: a notes/plan.md",
+        "a summary whose version is not kept: a long.md v1",
+        "a file whose current version is not its newest kept one: a long.md: current 1, newest kept none",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn snapshot_and_restore_keep_their_promises() {
+    let (mut s, _standin) = populated();
+    let snaps = tempfile::tempdir().unwrap();
+    let dir = snaps.path().join("snap");
+    let manifest = ops::snapshot(&s.db(), &dir).unwrap();
+    assert_eq!((manifest.counts.agents, manifest.counts.files), (2, 4 - 1));
+    assert_eq!(manifest.sha256.len(), 64);
+    let e = ops::snapshot(&s.db(), &dir).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("is not empty; a snapshot goes to a new or empty folder"),
+        "{e}"
+    );
+
+    // Changes after the snapshot; then a restore, refused while the store is open.
+    s.write("a", "after.md", "written after the snapshot");
+    let e = ops::restore(&s.db(), &dir).unwrap_err();
+    assert!(
+        e.to_string().contains("is in use by another process"),
+        "{e}"
+    );
+    assert!(
+        s.ok("list_files", json!({ "agent_id": "a" }))["files"]
+            .to_string()
+            .contains("after.md")
+    );
+    s.stop();
+    let restored = ops::restore(&s.db(), &dir).unwrap();
+    let aside = restored.replaced.expect("the old store is kept aside");
+    assert!(
+        admin::stats(&aside)
+            .unwrap()
+            .iter()
+            .any(|a| a.agent_id == "a")
+    );
+    assert!(admin::verify(&aside).unwrap().ok());
+    s.restart();
+    let files = s.ok("list_files", json!({ "agent_id": "a" }))["files"].to_string();
+    assert!(
+        !files.contains("after.md") && files.contains("long.md"),
+        "{files}"
+    );
+    assert!(admin::verify(&s.db()).unwrap().ok());
+
+    // Interrupted after the copy, before the rename: a re-run finishes the job.
+    s.stop();
+    std::fs::rename(s.db(), s.dir.path().join("moved-away.db")).unwrap();
+    std::fs::write(s.dir.path().join("store.db.restoring"), b"half a copy").unwrap();
+    ops::restore(&s.db(), &dir).unwrap();
+    assert!(admin::verify(&s.db()).unwrap().ok());
+
+    // A snapshot whose file no longer matches its manifest is refused.
+    let conn = Connection::open(dir.join("scratchpad.db")).unwrap();
+    conn.execute("UPDATE agents SET total_operations = 0", [])
+        .unwrap();
+    drop(conn);
+    let e = ops::restore(&s.db(), &dir).unwrap_err();
+    assert!(e.to_string().contains("the manifest says"), "{e}");
+}
