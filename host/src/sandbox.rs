@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, Instance, Linker};
 use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
 
 /// The guest component, built from `guest/` by `build.rs`.
@@ -149,6 +149,32 @@ impl Sandbox {
         state: CallState,
         call: impl FnOnce(&Scratchpad, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> (Result<R, SandboxError>, CallState) {
+        let mut store = self.store(state);
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|instance| call(&instance, &mut store));
+        finish(store, result)
+    }
+
+    /// The same with the untyped instance, for callers that work from the component's own
+    /// types (the conformance runner, which reads calls from data files).
+    pub fn run_dynamic<R>(
+        &self,
+        state: CallState,
+        call: impl FnOnce(&Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> (Result<R, SandboxError>, CallState) {
+        let mut store = self.store(state);
+        let result = self
+            .pre
+            .instance_pre()
+            .instantiate(&mut store)
+            .and_then(|instance| call(&instance, &mut store));
+        finish(store, result)
+    }
+
+    /// A fresh store for one call, with its memory limiter and CPU bound.
+    fn store(&self, state: CallState) -> Store<CallState> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(1);
@@ -159,17 +185,21 @@ impl Sandbox {
                 Ok(UpdateDeadline::Continue(1))
             }
         });
-        let result = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|instance| call(&instance, &mut store))
-            .map_err(|e| {
-                let error = SandboxError::from_wasmtime(&e, &store.data().limits);
-                tracing::warn!(error = %e, "guest call failed");
-                error
-            });
-        (result, store.into_data())
+        store
     }
+}
+
+/// Names a failed call's error by the limit it hit, and hands back the call's state.
+fn finish<R>(
+    store: Store<CallState>,
+    result: wasmtime::Result<R>,
+) -> (Result<R, SandboxError>, CallState) {
+    let result = result.map_err(|e| {
+        let error = SandboxError::from_wasmtime(&e, &store.data().limits);
+        tracing::warn!(error = %e, "guest call failed");
+        error
+    });
+    (result, store.into_data())
 }
 
 impl Drop for Sandbox {

@@ -5,6 +5,7 @@
 #![allow(clippy::print_stdout)]
 
 mod common;
+mod conformance;
 mod files;
 mod hostile_input;
 mod isolation;

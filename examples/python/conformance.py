@@ -1,0 +1,38 @@
+"""Runs the shared conformance cases against the component in wasmtime-py.
+
+    python conformance.py scratchpad.wasm ../../tests/conformance/cases.json
+"""
+
+import json
+import sys
+
+from scratchpad import MemoryStorage, Scratchpad
+
+
+def matches(want, got):
+    if want == "*":
+        return True
+    if isinstance(want, dict) and isinstance(got, dict):
+        return want.keys() == got.keys() and all(matches(want[k], got[k]) for k in want)
+    if isinstance(want, list) and isinstance(got, list):
+        return len(want) == len(got) and all(matches(w, g) for w, g in zip(want, got))
+    return want == got and type(want) is type(got)
+
+
+def main(wasm, cases_file):
+    cases = json.load(open(cases_file, encoding="utf-8"))
+    calls = 0
+    for group in cases["groups"]:
+        pad = Scratchpad(wasm, MemoryStorage(group.get("limits")))
+        for i, step in enumerate(group["steps"]):
+            got = pad.call(step["call"], *step["args"])
+            if not matches(step["expect"], got):
+                print(f"{group['name']} step {i} ({step['call']}):\n  want {json.dumps(step['expect'])}\n  got  {json.dumps(got)}")
+                return 1
+            calls += 1
+    print(f"conformance: {calls} calls, all as expected (Python, wasmtime-py)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

@@ -1,0 +1,254 @@
+"""The scratchpad component embedded in Python with wasmtime-py.
+
+The component holds every rule (paths, versions, diffs, paging, quotas, summary caching);
+this file supplies what it imports: a storage (here: dictionaries in memory) and a
+summariser (here: a fixed answer; call your model there). Copy it and swap those two parts.
+
+    from scratchpad import Scratchpad
+    pad = Scratchpad("scratchpad.wasm")  # from `scratchpad-mcp component --out scratchpad.wasm`
+    pad.call("write-file", {"agent-id": "a", "path": "plan.md", "content": "..."})
+
+Values go in and come out in one JSON form (see tests/conformance/cases.json): records are
+dicts keyed by WIT field names, option none is None, variants and results are
+{"tag": case, "val": payload}, enums are their case names.
+"""
+
+import copy
+from datetime import datetime, timezone
+
+from wasmtime import Engine, Store, WasiConfig
+from wasmtime.component import (
+    Component, Linker, ListType, OptionType, Record, RecordType, ResultType,
+    Variant, VariantType,
+)
+
+PACKAGE = "scratchpad:mcp"
+VERSION = "0.1.0"
+
+
+def now():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def record(**fields):
+    """A WIT record: Python names with '_' become WIT names with '-'."""
+    r = Record()
+    for name, value in fields.items():
+        setattr(r, name.replace("_", "-"), value)
+    return r
+
+
+class MemoryStorage:
+    """`scratchpad:mcp/storage` in memory. Every call names the agent of the tool call."""
+
+    def __init__(self, limits=None):
+        self.files = {}      # (agent, path) -> {"last": n, "versions": {n: (content, time)}, "updated": time}
+        self.logs = {}       # (agent, path) -> [(id, entry, time)]
+        self.summaries = {}  # (agent, path, version, model) -> text
+        self.usage = {}      # agent -> counters
+        self.limits = limits or {}
+
+    def counters(self, agent):
+        return self.usage.setdefault(agent, {"total-bytes": 0, "file-count": 0, "log-entry-count": 0, "total-operations": 0})
+
+    def stat_file(self, agent, path):
+        f = self.files.get((agent, path))
+        if f is None:
+            return None
+        kept = [record(version=v, bytes=len(c.encode()), created_at=t) for v, (c, t) in sorted(f["versions"].items())]
+        return record(last_version=f["last"], kept=kept)
+
+    def read_version(self, agent, path, version):
+        f = self.files.get((agent, path))
+        kept = f and f["versions"].get(version)
+        return kept[0] if kept else None
+
+    def put_version(self, agent, path, version, content):
+        f = self.files.setdefault((agent, path), {"last": 0, "versions": {}, "updated": None})
+        if version <= f["last"]:
+            raise ValueError(f"version {version} of {path} is not above {f['last']}")
+        if not f["versions"]:
+            self.counters(agent)["file-count"] += 1
+        f["last"], f["updated"] = version, now()
+        f["versions"][version] = (content, f["updated"])
+        self.counters(agent)["total-bytes"] += len(content.encode())
+
+    def prune_versions(self, agent, path, keep_from):
+        f = self.files[(agent, path)]
+        for v in [v for v in f["versions"] if v < keep_from]:
+            self.counters(agent)["total-bytes"] -= len(f["versions"].pop(v)[0].encode())
+            for key in [k for k in self.summaries if k[:3] == (agent, path, v)]:
+                del self.summaries[key]
+
+    def delete_file(self, agent, path):
+        f = self.files.get((agent, path))
+        if not f or not f["versions"]:
+            return False
+        self.prune_versions(agent, path, f["last"] + 1)
+        self.counters(agent)["file-count"] -= 1
+        return True
+
+    def list_files(self, agent, prefix):
+        found = []
+        for (a, p), f in sorted(self.files.items(), key=lambda item: item[0][1].encode()):
+            if a == agent and f["versions"] and p.startswith(prefix):
+                v = max(f["versions"])
+                found.append(record(path=p, version=v, bytes=len(f["versions"][v][0].encode()), updated_at=f["updated"]))
+        return found
+
+    def append_log(self, agent, path, entry, size):
+        log = self.logs.setdefault((agent, path), [])
+        log.append((len(log) + 1, entry, now()))
+        c = self.counters(agent)
+        c["total-bytes"] += size
+        c["log-entry-count"] += 1
+        return len(log)
+
+    def read_log(self, agent, path, after, limit):
+        log = self.logs.get((agent, path), [])
+        return [record(id=i, entry=e, created_at=t) for i, e, t in log if i > after][:limit]
+
+    def get_usage(self, agent):
+        return record(**{k.replace("-", "_"): v for k, v in self.counters(agent).items()})
+
+    def cached_summary(self, agent, path, version, model):
+        return self.summaries.get((agent, path, version, model))
+
+    def put_summary(self, agent, path, version, model, summary):
+        self.summaries[(agent, path, version, model)] = summary
+
+    def get_limits(self, agent):
+        names = ["max-files", "max-log-entries", "max-total-bytes", "max-write-bytes",
+                 "max-log-entry-bytes", "versions-kept", "log-page-size"]
+        return record(**{n.replace("-", "_"): self.limits.get(n) for n in names})
+
+
+class FixedSummariser:
+    """`scratchpad:mcp/summariser`: put a call to your model here."""
+
+    def model(self):
+        return "conformance-model"
+
+    def summarise(self, request):
+        return "A fixed summary."
+
+
+class Scratchpad:
+    """The component, its imports linked to a storage and a summariser."""
+
+    def __init__(self, wasm_path, storage=None, summariser=None):
+        self.storage = storage or MemoryStorage()
+        self.summariser = summariser or FixedSummariser()
+        self.agent = None
+        engine = Engine()
+        self.component = Component.from_file(engine, wasm_path)
+        linker = Linker(engine)
+        linker.add_wasip2()
+        with linker.root() as root:
+            with root.add_instance(f"{PACKAGE}/types@{VERSION}"):
+                pass
+            with root.add_instance(f"{PACKAGE}/storage@{VERSION}") as storage_api:
+                for name in ["stat-file", "read-version", "put-version", "prune-versions",
+                             "delete-file", "list-files", "append-log", "read-log",
+                             "get-usage", "cached-summary", "put-summary", "limits"]:
+                    storage_api.add_func(name, self._storage_func(name))
+            with root.add_instance(f"{PACKAGE}/summariser@{VERSION}") as model_api:
+                model_api.add_func("model", lambda _store: self.summariser.model())
+                model_api.add_func("summarise", lambda _store, request: self.summariser.summarise(request))
+        self.linker = linker
+        self.engine = engine
+
+    def _storage_func(self, name):
+        method = getattr(self.storage, "get_limits" if name == "limits" else name.replace("-", "_"))
+
+        def call(_store, agent, *args):
+            # The embedder's one duty: a call may touch only its own agent's data.
+            if agent != self.agent:
+                raise PermissionError(f"storage request for agent {agent!r} in a call for {self.agent!r}")
+            return method(agent, *args)
+        return call
+
+    def call(self, tool, *args):
+        """Calls a tool on a fresh instance; a failed call changes nothing."""
+        first = args[0]
+        self.agent = first if isinstance(first, str) else first["agent-id"]
+        saved = copy.deepcopy(self.storage.__dict__)
+        store = Store(self.engine)
+        store.set_wasi(WasiConfig())
+        instance = self.linker.instantiate(store, self.component)
+        tools = instance.get_export_index(store, f"{PACKAGE}/tools@{VERSION}")
+        func = instance.get_func(store, instance.get_export_index(store, tool, tools))
+        ty = func.type(store)
+        params = [to_wit(t, a) for (_, t), a in zip(ty.params, args)]
+        answer = to_json(ty.result, func(store, *params))
+        if answer["tag"] == "ok":
+            self.storage.counters(self.agent)["total-operations"] += 1
+        else:
+            self.storage.__dict__ = saved
+        return answer
+
+
+def cases_of(ty):
+    return [("ok", ty.ok), ("err", ty.err)] if isinstance(ty, ResultType) else ty.cases
+
+
+def classes(ty):
+    found = set()
+    if ty is None:
+        found.add(object)
+    else:
+        ty.add_classes(found)
+    return found
+
+
+def tagged(cases):
+    """wasmtime-py passes a variant as `Variant` only when its cases' Python types overlap."""
+    seen = set()
+    for _, ty in cases:
+        if classes(ty) & seen:
+            return True
+        seen |= classes(ty)
+    return False
+
+
+def is_case(ty, value):
+    """Whether an untagged variant's `value` is of the case whose payload type is `ty`."""
+    return value is None if ty is None else isinstance(value, tuple(classes(ty)))
+
+
+def to_wit(ty, value):
+    """A JSON-form value as wasmtime-py wants a value of type `ty`."""
+    if isinstance(ty, RecordType):
+        r = Record()
+        for name, field in ty.fields:
+            setattr(r, name, to_wit(field, value[name]))
+        return r
+    if isinstance(ty, OptionType):
+        return None if value is None else to_wit(ty.payload, value)
+    if isinstance(ty, ListType):
+        return [to_wit(ty.element, v) for v in value]
+    if isinstance(ty, (VariantType, ResultType)):
+        cases = cases_of(ty)
+        case = dict(cases)[value["tag"]]
+        payload = None if case is None else to_wit(case, value.get("val"))
+        return Variant(value["tag"], payload) if tagged(cases) else payload
+    return value
+
+
+def to_json(ty, value):
+    """A value of type `ty` from wasmtime-py in the JSON form."""
+    if isinstance(ty, RecordType):
+        return {name: to_json(field, getattr(value, name)) for name, field in ty.fields}
+    if isinstance(ty, OptionType):
+        return None if value is None else to_json(ty.payload, value)
+    if isinstance(ty, ListType):
+        return [to_json(ty.element, v) for v in value]
+    if isinstance(ty, (VariantType, ResultType)):
+        cases = cases_of(ty)
+        if tagged(cases):
+            tag, payload = value.tag, value.payload
+        else:
+            tag, payload = next((n, value) for n, t in cases if is_case(t, value))
+        case = dict(cases)[tag]
+        return {"tag": tag} if case is None else {"tag": tag, "val": to_json(case, payload)}
+    return value  # strings, numbers, booleans and enum case names are themselves

@@ -1,0 +1,111 @@
+"""The operator's subcommands on real stores, with real server processes running beside them."""
+
+import json
+import subprocess
+import threading
+
+from conftest import BINARY, RawServer
+
+
+def ops(db, *args, **env):
+    """Runs `scratchpad-mcp --db DB ARGS`; (exit status, stdout, stderr)."""
+    done = subprocess.run([str(BINARY), "--db", str(db), *map(str, args)], capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin", **env}, timeout=120)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_snapshot_taken_during_a_write_storm_restores_to_a_sound_store(tmp_path):
+    db = tmp_path / "live.db"
+    writers = [RawServer(db, tmp_path / f"stderr{i}.log") for i in range(2)]
+    stop = threading.Event()
+    acked = [[] for _ in writers]
+
+    def storm(i, server):
+        n = 0
+        while not stop.is_set():
+            ok, answer = server.call("write_file", agent_id=f"w{i}", path=f"f{n % 50}", content=f"w{i} write {n}\n" * 40)
+            assert ok, answer
+            server.call("append_log", agent_id=f"w{i}", path="log", entry={"n": n})
+            acked[i].append(n)
+            n += 1
+
+    threads = [threading.Thread(target=storm, args=(i, s)) for i, s in enumerate(writers)]
+    for t in threads:
+        t.start()
+    while min(len(a) for a in acked) < 50:
+        stop.wait(0.05)
+    snap = tmp_path / "snap"
+    status, _, err = ops(db, "snapshot", snap)
+    during = [len(a) for a in acked]
+    while min(len(a) for a in acked) < during[0] + 50:
+        stop.wait(0.05)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert status == 0, err
+    manifest = json.loads((snap / "manifest.json").read_text())
+    print(f"\nfigure: snapshot during {sum(during)} acknowledged writes; manifest {manifest['counts']}")
+
+    # While the servers run, restore refuses and says how to stop them.
+    status, _, err = ops(db, "restore", snap)
+    assert status == 2 and "in use by another process" in err, err
+    for server in writers:
+        server.close()
+
+    status, _, err = ops(db, "restore", snap)
+    assert status == 0, err
+    assert "the store it replaced is kept at" in err
+    status, out, err = ops(db, "verify")
+    assert (status, out.startswith("ok:")) == (0, True), out + err
+    status, out, _ = ops(db, "stats", "--json")
+    stats = {a["agent_id"]: a for a in json.loads(out)}
+    assert stats["w0"]["log_entries"] == manifest["counts"]["log_entries"] - stats["w1"]["log_entries"]
+    # The restored store is the snapshot's: fewer entries than the storm went on to write.
+    assert stats["w0"]["log_entries"] < len(acked[0])
+
+
+def test_verify_exit_status_says_the_result(tmp_path):
+    db = tmp_path / "s.db"
+    server = RawServer(db, tmp_path / "stderr.log")
+    assert server.call("write_file", agent_id="a", path="f", content="hello")[0]
+    server.close()
+    assert ops(db, "verify")[0] == 0
+    import sqlite3
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE agents SET file_count = 7")
+    status, out, _ = ops(db, "verify")
+    assert status == 1 and "an agent whose counters are not what its rows add up to" in out, out
+    status, _, err = ops(tmp_path / "missing.db", "verify")
+    assert status == 2 and err.startswith("scratchpad-mcp: cannot open the store"), err
+
+
+def test_export_import_through_the_command_line(tmp_path):
+    db, copy = tmp_path / "s.db", tmp_path / "copy.db"
+    server = RawServer(db, tmp_path / "stderr.log")
+    assert server.call("write_file", agent_id="a", path="f", content="hello")[0]
+    assert server.call("append_log", agent_id="a", path="log", entry={"b": 1, "a": 2})[0]
+    server.close()
+    status, exported, _ = ops(db, "export", "--agent", "a")
+    assert status == 0
+    (tmp_path / "a.jsonl").write_text(exported)
+    assert ops(copy, "import", tmp_path / "a.jsonl")[0] == 0
+    status, _, err = ops(copy, "import", tmp_path / "a.jsonl")
+    assert status == 2 and "pass --replace" in err, err
+    assert ops(copy, "import", tmp_path / "a.jsonl", "--replace")[0] == 0
+    assert ops(copy, "export", "--agent", "a")[1] == exported
+
+
+def test_config_file_limits_reach_a_running_server(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text("[limits]\nmax_write_bytes = 10\nversions_kept = 3\n")
+    status, out, _ = ops(tmp_path / "s.db", "--config", config, "--print-config", ANTHROPIC_API_KEY="sk-secret")
+    assert status == 0
+    assert "max_write_bytes = 10" in out and "# from the config file" in out
+    assert "ANTHROPIC_API_KEY: set" in out and "sk-secret" not in out
+    server = RawServer(tmp_path / "s.db", tmp_path / "stderr.log", SCRATCHPAD_CONFIG=str(config))
+    ok, error = server.call("write_file", agent_id="a", path="f", content="x" * 11)
+    assert (ok, error) == (False, "content is 11 bytes; the limit for one write is 10 bytes")
+    server.close()
+    config.write_text("[limits]\nversions_kept = 0\n")
+    status, _, err = ops(tmp_path / "s.db", "--config", config, "stats")
+    assert status == 2 and "versions_kept = 0 is out of range: it must be 1 to 1000" in err, err

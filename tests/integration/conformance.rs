@@ -1,0 +1,199 @@
+//! The shared conformance cases (`tests/conformance/cases.json`) against the native host:
+//! the embedded component, the host's SQLite storage, one transaction per call committed
+//! only on success, as the MCP service runs them. The Node and Python embeddings run the
+//! same file (`examples/`), so the three runtimes must give the same answers.
+//!
+//! Calls are made through wasmtime's untyped values, converted from and to the cases' JSON
+//! form by the component's own types: no per-tool code here.
+
+use scratchpad_mcp::bindings::{LimitOverrides, SummariserError, SummaryRequest};
+use scratchpad_mcp::imports::CallState;
+use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
+use scratchpad_mcp::storage::{Backend, Mode, Sqlite};
+use scratchpad_mcp::summariser::SummaryModel;
+use serde_json::{Map, Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use wasmtime::component::{Type, Val};
+
+const TOOLS: &str = "scratchpad:mcp/tools@0.1.0";
+
+/// The cases' summariser: one fixed answer.
+struct Fixed;
+
+impl SummaryModel for Fixed {
+    fn model(&self) -> String {
+        "conformance-model".into()
+    }
+    fn summarise(&self, _: &SummaryRequest) -> Result<String, SummariserError> {
+        Ok("A fixed summary.".into())
+    }
+}
+
+/// A case's JSON value as the component's value of type `ty`.
+fn to_val(ty: &Type, v: &Value) -> Val {
+    match ty {
+        Type::Bool => Val::Bool(v.as_bool().expect("bool")),
+        Type::U32 => Val::U32(v.as_u64().and_then(|n| u32::try_from(n).ok()).expect("u32")),
+        Type::U64 => Val::U64(v.as_u64().expect("u64")),
+        Type::String => Val::String(v.as_str().expect("string").into()),
+        Type::List(list) => Val::List(
+            v.as_array()
+                .expect("array")
+                .iter()
+                .map(|item| to_val(&list.ty(), item))
+                .collect(),
+        ),
+        Type::Option(option) => Val::Option(match v {
+            Value::Null => None,
+            some => Some(Box::new(to_val(&option.ty(), some))),
+        }),
+        Type::Record(record) => Val::Record(
+            record
+                .fields()
+                .map(|field| (field.name.to_owned(), to_val(&field.ty, &v[field.name])))
+                .collect(),
+        ),
+        Type::Variant(variant) => {
+            let tag = v["tag"].as_str().expect("variant tag");
+            let case = variant
+                .cases()
+                .find(|c| c.name == tag)
+                .unwrap_or_else(|| panic!("no case {tag}"));
+            Val::Variant(
+                tag.into(),
+                case.ty.map(|ty| Box::new(to_val(&ty, &v["val"]))),
+            )
+        }
+        Type::Enum(_) => Val::Enum(v.as_str().expect("enum case").into()),
+        other => panic!("the cases use no values of type {other:?}"),
+    }
+}
+
+/// A component value in the cases' JSON form.
+fn to_json(v: &Val) -> Value {
+    let tagged = |tag: &str, val: Option<&Val>| match val {
+        Some(val) => json!({ "tag": tag, "val": to_json(val) }),
+        None => json!({ "tag": tag }),
+    };
+    match v {
+        Val::Bool(b) => json!(b),
+        Val::U32(n) => json!(n),
+        Val::U64(n) => json!(n),
+        Val::String(s) => json!(s),
+        Val::List(items) => Value::Array(items.iter().map(to_json).collect()),
+        Val::Option(o) => o.as_deref().map_or(Value::Null, to_json),
+        Val::Record(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(name, val)| (name.clone(), to_json(val)))
+                .collect::<Map<_, _>>(),
+        ),
+        Val::Variant(tag, val) => tagged(tag, val.as_deref()),
+        Val::Enum(case) => json!(case),
+        Val::Result(Ok(val)) => tagged("ok", val.as_deref()),
+        Val::Result(Err(val)) => tagged("err", val.as_deref()),
+        other => panic!("the tools return no values like {other:?}"),
+    }
+}
+
+/// Whether `got` matches `want`, where `"*"` in `want` matches anything.
+fn matches(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::String(w), _) if w == "*" => true,
+        (Value::Object(w), Value::Object(g)) => {
+            w.len() == g.len()
+                && w.iter()
+                    .all(|(k, v)| g.get(k).is_some_and(|g| matches(v, g)))
+        }
+        (Value::Array(w), Value::Array(g)) => {
+            w.len() == g.len() && w.iter().zip(g).all(|(w, g)| matches(w, g))
+        }
+        _ => want == got,
+    }
+}
+
+fn limits(group: &Value) -> LimitOverrides {
+    let get = |name: &str| group["limits"][name].as_u64();
+    LimitOverrides {
+        max_files: get("max-files"),
+        max_log_entries: get("max-log-entries"),
+        max_total_bytes: get("max-total-bytes"),
+        max_write_bytes: get("max-write-bytes"),
+        max_log_entry_bytes: get("max-log-entry-bytes"),
+        versions_kept: get("versions-kept").map(|n| n as u32),
+        log_page_size: get("log-page-size").map(|n| n as u32),
+    }
+}
+
+/// One call, in its own transaction, committed only if the tool succeeded.
+fn call(
+    sandbox: &Sandbox,
+    store: &Sqlite,
+    limits: LimitOverrides,
+    name: &str,
+    args: &[Value],
+) -> Value {
+    let agent = match &args[0] {
+        Value::String(agent) => agent.clone(),
+        request => request["agent-id"].as_str().expect("agent-id").to_owned(),
+    };
+    let txn = store.begin(Mode::Write).expect("begin");
+    let state = CallState::new(&agent, txn, Arc::new(Fixed)).with_limits(limits);
+    let (answer, state) = sandbox.run_dynamic(state, |instance, store| {
+        let tools = instance
+            .get_export_index(&mut *store, None, TOOLS)
+            .expect("the tools interface");
+        let index = instance
+            .get_export_index(&mut *store, Some(&tools), name)
+            .unwrap_or_else(|| panic!("no tool {name}"));
+        let func = instance.get_func(&mut *store, index).expect("a function");
+        let params: Vec<Val> = func
+            .ty(&*store)
+            .params()
+            .zip(args)
+            .map(|((_, ty), arg)| to_val(&ty, arg))
+            .collect();
+        let mut results = [Val::Bool(false)];
+        func.call(&mut *store, &params, &mut results)?;
+        Ok(to_json(&results[0]))
+    });
+    let answer = answer.expect("the component does not trap");
+    let (txn, failure) = state.finish();
+    assert!(failure.is_none(), "{failure:?}");
+    if answer["tag"] == "ok" {
+        txn.commit(&agent).expect("commit");
+    }
+    answer
+}
+
+#[test]
+fn the_native_host_gives_the_shared_answers() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases.json");
+    let cases: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache");
+    let sandbox = Sandbox::with_component(GUEST_COMPONENT, Some(&cache)).unwrap();
+    let mut calls = 0;
+    for group in cases["groups"].as_array().unwrap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Sqlite::open(&dir.path().join("store.db")).unwrap();
+        for (i, step) in group["steps"].as_array().unwrap().iter().enumerate() {
+            let name = step["call"].as_str().unwrap();
+            let got = call(
+                &sandbox,
+                &store,
+                limits(group),
+                name,
+                step["args"].as_array().unwrap(),
+            );
+            assert!(
+                matches(&step["expect"], &got),
+                "{} step {i} ({name}):\n  want {}\n  got  {got}",
+                group["name"],
+                step["expect"]
+            );
+            calls += 1;
+        }
+    }
+    println!("conformance: {calls} calls, all as expected (native host)");
+}
