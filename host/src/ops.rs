@@ -34,37 +34,7 @@ pub struct Manifest {
     /// Its SHA-256, hex.
     pub sha256: String,
     /// What it holds.
-    pub counts: ManifestCounts,
-}
-
-/// [`Counts`] as the manifest records them.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ManifestCounts {
-    /// Agents.
-    pub agents: u64,
-    /// Existing files.
-    pub files: u64,
-    /// Kept versions.
-    pub versions: u64,
-    /// Log entries.
-    pub log_entries: u64,
-    /// Cached summaries.
-    pub summaries: u64,
-    /// Bytes of versions and log entries.
-    pub bytes: u64,
-}
-
-impl From<Counts> for ManifestCounts {
-    fn from(c: Counts) -> Self {
-        Self {
-            agents: c.agents,
-            files: c.files,
-            versions: c.versions,
-            log_entries: c.log_entries,
-            summaries: c.summaries,
-            bytes: c.bytes,
-        }
-    }
+    pub counts: Counts,
 }
 
 /// Why an operation failed. Each message says what to do about it.
@@ -207,7 +177,7 @@ pub fn snapshot(db: &Path, dir: &Path) -> Result<Manifest, OpsError> {
         database: SNAPSHOT_DB.into(),
         bytes,
         sha256,
-        counts: check.counts.into(),
+        counts: check.counts,
     };
     let json =
         serde_json::to_vec_pretty(&manifest).map_err(|e| OpsError::Snapshot(e.to_string()))?;

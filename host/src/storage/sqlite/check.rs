@@ -10,14 +10,14 @@
 use super::{SCHEMA_VERSION, map_err};
 use crate::storage::StoreError;
 use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Problems of one kind reported in full; past this many, only the count.
 const SHOWN_PER_CHECK: usize = 20;
 
 /// What a store holds, counted from its rows.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Agents with a counters row.
     pub agents: u64,
