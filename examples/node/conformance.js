@@ -2,7 +2,7 @@
 //   node conformance.js ../../tests/conformance/cases.json
 
 import { readFileSync } from 'node:fs';
-import { Scratchpad } from './scratchpad.js';
+import { Scratchpad, fixedSummariser, unconfiguredSummariser } from './scratchpad.js';
 import { MemoryStorage } from './storage.js';
 
 function matches(want, got) {
@@ -21,7 +21,8 @@ function matches(want, got) {
 const cases = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 let calls = 0;
 for (const group of cases.groups) {
-  const pad = new Scratchpad(new MemoryStorage(group.limits ?? {}));
+  const summariser = group.summariser === 'not-configured' ? unconfiguredSummariser : fixedSummariser;
+  const pad = new Scratchpad(new MemoryStorage(group.limits ?? {}), summariser);
   group.steps.forEach((step, i) => {
     const got = pad.call(step.call, ...step.args);
     if (!matches(step.expect, got)) {

@@ -32,10 +32,19 @@ const wasi = new Proxy({}, {
   },
 });
 
-/** A summariser that always answers the same: call your model here. */
+/** A summariser that always answers the same: call your model here. It reports an error by
+ * throwing the `summariser-error` value, e.g. when no API key is set. */
 export const fixedSummariser = {
   model: () => 'conformance-model',
   summarise: (_request) => 'A fixed summary.',
+};
+
+/** One with no key: every request fails as `not-configured`. */
+export const unconfiguredSummariser = {
+  model: () => 'conformance-model',
+  summarise: (_request) => {
+    throw { tag: 'not-configured', val: 'no API key' };
+  },
 };
 
 export class Scratchpad {

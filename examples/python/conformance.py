@@ -6,7 +6,7 @@
 import json
 import sys
 
-from scratchpad import MemoryStorage, Scratchpad
+from scratchpad import FixedSummariser, MemoryStorage, Scratchpad
 
 
 def matches(want, got):
@@ -23,7 +23,8 @@ def main(wasm, cases_file):
     cases = json.load(open(cases_file, encoding="utf-8"))
     calls = 0
     for group in cases["groups"]:
-        pad = Scratchpad(wasm, MemoryStorage(group.get("limits")))
+        summariser = FixedSummariser(configured=group.get("summariser") != "not-configured")
+        pad = Scratchpad(wasm, MemoryStorage(group.get("limits")), summariser)
         for i, step in enumerate(group["steps"]):
             got = pad.call(step["call"], *step["args"])
             if not matches(step["expect"], got):

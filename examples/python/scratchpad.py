@@ -124,12 +124,18 @@ class MemoryStorage:
 
 
 class FixedSummariser:
-    """`scratchpad:mcp/summariser`: put a call to your model here."""
+    """`scratchpad:mcp/summariser`: put a call to your model here. An error is returned as
+    the `summariser-error` variant, e.g. when no API key is set."""
+
+    def __init__(self, configured=True):
+        self.configured = configured
 
     def model(self):
         return "conformance-model"
 
     def summarise(self, request):
+        if not self.configured:
+            return Variant("not-configured", "no API key")
         return "A fixed summary."
 
 

@@ -18,15 +18,21 @@ use wasmtime::component::{Type, Val};
 
 const TOOLS: &str = "scratchpad:mcp/tools@0.1.0";
 
-/// The cases' summariser: one fixed answer.
-struct Fixed;
+/// The cases' summariser: one fixed answer, or "not configured" in the groups that say so.
+struct Fixed {
+    configured: bool,
+}
 
 impl SummaryModel for Fixed {
     fn model(&self) -> String {
         "conformance-model".into()
     }
     fn summarise(&self, _: &SummaryRequest) -> Result<String, SummariserError> {
-        Ok("A fixed summary.".into())
+        if self.configured {
+            Ok("A fixed summary.".into())
+        } else {
+            Err(SummariserError::NotConfigured("no API key".into()))
+        }
     }
 }
 
@@ -127,19 +133,16 @@ fn limits(group: &Value) -> LimitOverrides {
 }
 
 /// One call, in its own transaction, committed only if the tool succeeded.
-fn call(
-    sandbox: &Sandbox,
-    store: &Sqlite,
-    limits: LimitOverrides,
-    name: &str,
-    args: &[Value],
-) -> Value {
+fn call(sandbox: &Sandbox, store: &Sqlite, group: &Value, name: &str, args: &[Value]) -> Value {
     let agent = match &args[0] {
         Value::String(agent) => agent.clone(),
         request => request["agent-id"].as_str().expect("agent-id").to_owned(),
     };
     let txn = store.begin(Mode::Write).expect("begin");
-    let state = CallState::new(&agent, txn, Arc::new(Fixed)).with_limits(limits);
+    let model = Fixed {
+        configured: group["summariser"] != "not-configured",
+    };
+    let state = CallState::new(&agent, txn, Arc::new(model)).with_limits(limits(group));
     let (answer, state) = sandbox.run_dynamic(state, |instance, store| {
         let tools = instance
             .get_export_index(&mut *store, None, TOOLS)
@@ -182,7 +185,7 @@ fn the_native_host_gives_the_shared_answers() {
             let got = call(
                 &sandbox,
                 &store,
-                limits(group),
+                group,
                 name,
                 step["args"].as_array().unwrap(),
             );
