@@ -109,3 +109,19 @@ def test_config_file_limits_reach_a_running_server(tmp_path):
     config.write_text("[limits]\nversions_kept = 0\n")
     status, _, err = ops(tmp_path / "s.db", "--config", config, "stats")
     assert status == 2 and "versions_kept = 0 is out of range: it must be 1 to 1000" in err, err
+
+
+def test_progress_shows_on_a_terminal_only(tmp_path):
+    db = tmp_path / "s.db"
+    server = RawServer(db, tmp_path / "stderr.log")
+    assert server.call("write_file", agent_id="a", path="f", content="hello")[0]
+    server.close()
+    # Not a terminal: stderr has the result line and nothing else.
+    status, _, err = ops(db, "snapshot", tmp_path / "plain")
+    assert status == 0 and "\r" not in err and err.startswith("snapshot of "), err
+    # A terminal (script(1) gives the command a pseudo-terminal): the phases show, then clear.
+    command = f"{BINARY} --db {db} snapshot {tmp_path / 'tty'}"
+    done = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout
+    for phase in ["snapshot: copying", "snapshot: verifying", "snapshot: hashing", "\x1b[K"]:
+        assert phase in done.stdout, repr(done.stdout)
