@@ -98,6 +98,7 @@ fn write(revision: usize, path: &str) -> api::WriteFileRequest {
         agent_id: "bench".into(),
         path: path.into(),
         content: document(revision),
+        expected_version: None,
     }
 }
 
@@ -106,6 +107,7 @@ fn host_write(revision: usize, path: &str) -> host_api::WriteFileRequest {
         agent_id: "bench".into(),
         path: path.into(),
         content: document(revision),
+        expected_version: None,
     }
 }
 
@@ -325,6 +327,7 @@ fn other_tools(c: &mut Criterion) {
                 agent_id: "bench".into(),
                 path: "long.md".into(),
                 content: long.clone(),
+                expected_version: None,
             },
         )
     });
@@ -332,6 +335,7 @@ fn other_tools(c: &mut Criterion) {
         agent_id: "bench".into(),
         path: "long.md".into(),
         content: long.clone(),
+        expected_version: None,
     };
     w.component(Mode::Write, |t, s| t.call_write_file(s, &req));
     w.service(
@@ -428,10 +432,12 @@ fn other_tools(c: &mut Criterion) {
     let delete = || api::DeleteFileRequest {
         agent_id: "bench".into(),
         path: "scratch".into(),
+        expected_version: None,
     };
     let host_delete = host_api::DeleteFileRequest {
         agent_id: "bench".into(),
         path: "scratch".into(),
+        expected_version: None,
     };
     three_ways(
         &mut group,

@@ -7,9 +7,11 @@ use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
 use std::sync::OnceLock;
 
-const TOOLS: [&str; 9] = [
+const TOOLS: [&str; 11] = [
     "write_file",
+    "edit_file",
     "read_file",
+    "file_history",
     "append_log",
     "read_log",
     "list_files",

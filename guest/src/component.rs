@@ -120,6 +120,12 @@ mod export {
         fn read_file(r: api::ReadFileRequest) -> Result<api::ReadFileResult, ToolError> {
             tools::read_file(&Imports, r)
         }
+        fn edit_file(r: api::EditFileRequest) -> Result<api::WriteFileResult, ToolError> {
+            tools::edit_file(&Imports, r)
+        }
+        fn file_history(agent_id: String, path: String) -> Result<api::History, ToolError> {
+            tools::file_history(&Imports, &agent_id, &path)
+        }
         fn append_log(r: api::AppendLogRequest) -> Result<api::AppendLogResult, ToolError> {
             tools::append_log(&Imports, r)
         }

@@ -11,10 +11,10 @@ use crate::sandbox::{Sandbox, SandboxError};
 use crate::storage::{Backend, Mode, StoreError};
 use crate::summariser::SummaryModel;
 use crate::tools::{
-    AgentArgs, AppendLogArgs, AppendLogOutput, DeleteFileOutput, ListFilesArgs, ListFilesOutput,
-    PathArgs, ReadFileArgs, ReadFileOutput, ReadLogArgs, ReadLogOutput, ShapeError,
-    SummarizeFileOutput, ToolName, UsageStatsOutput, WriteFileArgs, WriteFileOutput, decode,
-    log_value, same_path,
+    AgentArgs, AppendLogArgs, AppendLogOutput, DeleteFileArgs, DeleteFileOutput, EditFileArgs,
+    HistoryOutput, ListFilesArgs, ListFilesOutput, PathArgs, ReadFileArgs, ReadFileOutput,
+    ReadLogArgs, ReadLogOutput, ShapeError, SummarizeFileOutput, ToolName, UsageStatsOutput,
+    WriteFileArgs, WriteFileOutput, decode, log_value, same_path,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -51,6 +51,7 @@ fn tool_message(e: &ToolError) -> String {
     match e {
         ToolError::InvalidArgument(m) | ToolError::NotFound(m) => m.clone(),
         ToolError::QuotaExceeded(m) => format!("quota exceeded: {m}"),
+        ToolError::Conflict(m) => format!("conflict: {m}"),
         ToolError::Summariser(
             SummariserError::NotConfigured(m)
             | SummariserError::Unauthorized(m)
@@ -123,6 +124,7 @@ impl Service {
                     agent_id: a.agent_id,
                     path: a.path,
                     content: a.content,
+                    expected_version: a.expected_version,
                 };
                 self.run(
                     tool,
@@ -132,6 +134,33 @@ impl Service {
                         same_path(&request.path, &r.path)?;
                         Ok(WriteFileOutput::from(r))
                     },
+                )
+            }
+            ToolName::EditFile => {
+                let a: EditFileArgs = decode(tool, args)?;
+                let request = api::EditFileRequest {
+                    agent_id: a.agent_id,
+                    path: a.path,
+                    base_version: a.base_version,
+                    edits: a.edits.into_iter().map(api::Edit::from).collect(),
+                };
+                self.run(
+                    tool,
+                    &request.agent_id,
+                    |g, s| g.call_edit_file(s, &request),
+                    |r| {
+                        same_path(&request.path, &r.path)?;
+                        Ok(WriteFileOutput::from(r))
+                    },
+                )
+            }
+            ToolName::FileHistory => {
+                let a: PathArgs = decode(tool, args)?;
+                self.run(
+                    tool,
+                    &a.agent_id,
+                    |g, s| g.call_file_history(s, &a.agent_id, &a.path),
+                    |h| HistoryOutput::new(&a.path, h),
                 )
             }
             ToolName::ReadFile => {
@@ -197,10 +226,11 @@ impl Service {
                 )
             }
             ToolName::DeleteFile => {
-                let a: PathArgs = decode(tool, args)?;
+                let a: DeleteFileArgs = decode(tool, args)?;
                 let request = api::DeleteFileRequest {
                     agent_id: a.agent_id,
                     path: a.path,
+                    expected_version: a.expected_version,
                 };
                 self.run(
                     tool,

@@ -23,13 +23,17 @@ pub struct ToolDoc {
 
 include!(concat!(env!("OUT_DIR"), "/tool_docs.rs"));
 
-/// The eight tools.
+/// The tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ToolName {
     /// `write_file`
     WriteFile,
+    /// `edit_file`
+    EditFile,
     /// `read_file`
     ReadFile,
+    /// `file_history`
+    FileHistory,
     /// `append_log`
     AppendLog,
     /// `read_log`
@@ -59,9 +63,11 @@ pub struct Hints {
 
 impl ToolName {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [ToolName; 8] = [
+    pub const ALL: [ToolName; 10] = [
         ToolName::WriteFile,
+        ToolName::EditFile,
         ToolName::ReadFile,
+        ToolName::FileHistory,
         ToolName::AppendLog,
         ToolName::ReadLog,
         ToolName::ListFiles,
@@ -74,7 +80,9 @@ impl ToolName {
     pub fn as_str(self) -> &'static str {
         match self {
             ToolName::WriteFile => "write_file",
+            ToolName::EditFile => "edit_file",
             ToolName::ReadFile => "read_file",
+            ToolName::FileHistory => "file_history",
             ToolName::AppendLog => "append_log",
             ToolName::ReadLog => "read_log",
             ToolName::ListFiles => "list_files",
@@ -102,12 +110,13 @@ impl ToolName {
     pub fn hints(self) -> Hints {
         let (read_only, destructive, idempotent, open_world) = match self {
             ToolName::WriteFile => (false, false, true, false),
-            ToolName::AppendLog => (false, false, false, false),
+            ToolName::AppendLog | ToolName::EditFile => (false, false, false, false),
             ToolName::DeleteFile => (false, true, true, false),
             ToolName::SummarizeFile => (true, false, true, true),
-            ToolName::ReadFile | ToolName::ReadLog | ToolName::ListFiles => {
-                (true, false, true, false)
-            }
+            ToolName::ReadFile
+            | ToolName::FileHistory
+            | ToolName::ReadLog
+            | ToolName::ListFiles => (true, false, true, false),
             ToolName::GetUsageStats => (true, false, true, false),
         };
         Hints {
@@ -122,13 +131,18 @@ impl ToolName {
     pub fn input_schema(self) -> Map<String, Value> {
         let mut schema = match self {
             ToolName::WriteFile => schema::<WriteFileArgs>(),
+            ToolName::EditFile => schema::<EditFileArgs>(),
             ToolName::ReadFile => schema::<ReadFileArgs>(),
             ToolName::AppendLog => schema::<AppendLogArgs>(),
             ToolName::ReadLog => schema::<ReadLogArgs>(),
             ToolName::ListFiles => schema::<ListFilesArgs>(),
-            ToolName::DeleteFile | ToolName::SummarizeFile => schema::<PathArgs>(),
+            ToolName::DeleteFile => schema::<DeleteFileArgs>(),
+            ToolName::FileHistory | ToolName::SummarizeFile => schema::<PathArgs>(),
             ToolName::GetUsageStats => schema::<AgentArgs>(),
         };
+        // The tool's description says what the arguments are for; the struct's doc comment
+        // would only repeat it.
+        schema.remove("description");
         let (_, arg_docs) = self.docs();
         if let Some(Value::Object(properties)) = schema.get_mut("properties") {
             for (arg, doc) in arg_docs.iter().chain(COMMON_ARG_DOCS) {
@@ -147,8 +161,9 @@ impl ToolName {
     /// `tools/list`.
     pub fn output_schema(self) -> Map<String, Value> {
         let mut schema = match self {
-            ToolName::WriteFile => schema::<WriteFileOutput>(),
+            ToolName::WriteFile | ToolName::EditFile => schema::<WriteFileOutput>(),
             ToolName::ReadFile => schema::<ReadFileOutput>(),
+            ToolName::FileHistory => schema::<HistoryOutput>(),
             ToolName::AppendLog => schema::<AppendLogOutput>(),
             ToolName::ReadLog => schema::<ReadLogOutput>(),
             ToolName::ListFiles => schema::<ListFilesOutput>(),
@@ -156,22 +171,23 @@ impl ToolName {
             ToolName::SummarizeFile => schema::<SummarizeFileOutput>(),
             ToolName::GetUsageStats => schema::<UsageStatsOutput>(),
         };
-        strip_descriptions(&mut schema);
+        strip_keyword(&mut schema, "description");
         schema
     }
 }
 
-fn strip_descriptions(schema: &mut Map<String, Value>) {
-    // A keyword's value is text; a property that happened to be named "description" is not.
-    if schema.get("description").is_some_and(Value::is_string) {
-        schema.remove("description");
+/// Removes a keyword (`description`, `format`) wherever it is one: where its value is
+/// text. A property that happens to have that name is an object, and stays.
+fn strip_keyword(schema: &mut Map<String, Value>, keyword: &str) {
+    if schema.get(keyword).is_some_and(Value::is_string) {
+        schema.remove(keyword);
     }
     for value in schema.values_mut() {
         match value {
-            Value::Object(inner) => strip_descriptions(inner),
+            Value::Object(inner) => strip_keyword(inner, keyword),
             Value::Array(items) => items.iter_mut().for_each(|item| {
                 if let Value::Object(inner) = item {
-                    strip_descriptions(inner);
+                    strip_keyword(inner, keyword);
                 }
             }),
             _ => {}
@@ -199,6 +215,9 @@ fn schema<T: JsonSchema>() -> Map<String, Value> {
         Value::Object(mut map) => {
             map.remove("$schema");
             map.remove("title");
+            // schemars' "uint64" and the like: no client validates by them, and `minimum`
+            // stays, so they would only cost tokens.
+            strip_keyword(&mut map, "format");
             map
         }
         _ => Map::new(),
@@ -255,6 +274,60 @@ pub struct WriteFileArgs {
     pub path: String,
     /// The whole new content, at most 1 MiB of UTF-8.
     pub content: String,
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+/// `edit_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditFileArgs {
+    pub agent_id: String,
+    pub path: String,
+    pub base_version: u64,
+    pub edits: Vec<EditArg>,
+}
+
+/// One edit: `{old, new}` replaces text that occurs once; `{start, end, lines}` replaces a
+/// line range.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum EditArg {
+    /// Exact text.
+    Text {
+        /// Must occur exactly once.
+        old: String,
+        new: String,
+    },
+    /// A line range.
+    Lines {
+        /// First line replaced, 1-based.
+        start: u64,
+        /// Last line replaced; start - 1 inserts.
+        end: u64,
+        lines: Vec<String>,
+    },
+}
+
+impl From<EditArg> for api::Edit {
+    fn from(e: EditArg) -> Self {
+        match e {
+            EditArg::Text { old, new } => api::Edit::Text(api::TextEdit { old, new }),
+            EditArg::Lines { start, end, lines } => {
+                api::Edit::Lines(api::LineEdit { start, end, lines })
+            }
+        }
+    }
+}
+
+/// `delete_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteFileArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub expected_version: Option<u64>,
 }
 
 /// `read_file` arguments.
@@ -575,6 +648,51 @@ impl ListFilesOutput {
                     version: f.version,
                     bytes: f.bytes,
                     updated_at: f.updated_at,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// `file_history` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HistoryOutput {
+    /// The file.
+    pub path: String,
+    /// Oldest first; the last is current.
+    pub versions: Vec<VersionOutput>,
+}
+
+/// One kept version.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VersionOutput {
+    /// Its number.
+    pub version: u64,
+    /// Its size in UTF-8 bytes.
+    pub bytes: u64,
+    /// SHA-256 of its content, hex.
+    pub sha256: String,
+    /// When it was written (RFC 3339, UTC).
+    pub created_at: String,
+}
+
+impl HistoryOutput {
+    /// The history, checked: about the path asked for, versions rising.
+    pub fn new(path: &str, h: api::History) -> Result<Self, ShapeError> {
+        same_path(path, &h.path)?;
+        if h.versions.windows(2).any(|w| w[0].version >= w[1].version) {
+            return Err(ShapeError::Guest("versions out of order".into()));
+        }
+        Ok(Self {
+            path: h.path,
+            versions: h
+                .versions
+                .into_iter()
+                .map(|v| VersionOutput {
+                    version: v.version,
+                    bytes: v.bytes,
+                    sha256: v.sha256,
+                    created_at: v.created_at,
                 })
                 .collect(),
         })

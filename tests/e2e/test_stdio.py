@@ -41,14 +41,15 @@ def test_handshake_tools_and_metadata(db, era):
                 assert "agent_id" in c.instructions
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert sorted(tools) == sorted(
-                ["write_file", "read_file", "append_log", "read_log", "list_files",
-                 "delete_file", "summarize_file", "get_usage_stats"]
+                ["write_file", "edit_file", "read_file", "file_history", "append_log", "read_log",
+                 "list_files", "delete_file", "summarize_file", "get_usage_stats"]
             )
             for t in tools.values():
                 assert t.description, t.name
                 assert t.output_schema["type"] == "object", t.name
                 assert "agent_id" in t.input_schema["required"], t.name
-            for name in ["read_file", "read_log", "list_files", "get_usage_stats", "summarize_file"]:
+            for name in ["read_file", "file_history", "read_log", "list_files", "get_usage_stats",
+                         "summarize_file"]:
                 assert tools[name].annotations.read_only_hint is True, name
             assert tools["delete_file"].annotations.destructive_hint is True
             assert tools["write_file"].annotations.read_only_hint is False
@@ -225,3 +226,29 @@ def test_the_component_is_written_for_embedders(tmp_path):
     failed = subprocess.run([str(BINARY), "component", "--out", str(tmp_path / "no" / "such" / "dir" / "x")],
                             capture_output=True, text=True, timeout=60)
     assert failed.returncode != 0 and failed.stderr.startswith("scratchpad-mcp: cannot write the component")
+
+
+def test_edits_conflicts_and_history(db, era):
+    doc = "".join(f"line {i}\n" for i in range(1, 1001))
+
+    async def go():
+        async with connect(db, era) as s:
+            await s.ok("write_file", agent_id="a", path="doc.md", content=doc, expected_version=0)
+            clash = await s.err("write_file", agent_id="a", path="doc.md", content="x", expected_version=0)
+            assert clash.startswith('conflict: "doc.md" is at version 1'), clash
+            edited = await s.ok("edit_file", agent_id="a", path="doc.md", base_version=1,
+                                edits=[{"old": "line 500\n", "new": "line five hundred\n"},
+                                       {"start": 1, "end": 0, "lines": ["# title"]}])
+            assert edited["version"] == 2
+            whole = await s.ok("read_file", agent_id="a", path="doc.md")
+            assert whole["content"] == "# title\n" + doc.replace("line 500\n", "line five hundred\n")
+            stale = await s.err("edit_file", agent_id="a", path="doc.md", base_version=1,
+                                edits=[{"old": "line 7\n", "new": "x\n"}])
+            assert "is at version 2, but the call expected version 1" in stale
+            history = await s.ok("file_history", agent_id="a", path="doc.md")
+            assert [v["version"] for v in history["versions"]] == [1, 2]
+            assert all(len(v["sha256"]) == 64 for v in history["versions"])
+            gone = await s.ok("delete_file", agent_id="a", path="doc.md", expected_version=2)
+            assert gone["deleted"] is True
+
+    run(go())

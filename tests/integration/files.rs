@@ -313,10 +313,10 @@ fn arguments_that_do_not_fit_are_named() {
     );
     let e = s.err(
         "write_file",
-        json!({ "agent_id": "a", "path": "f", "content": "x", "expected_version": 1 }),
+        json!({ "agent_id": "a", "path": "f", "content": "x", "if_version": 1 }),
     );
     assert!(
-        e.starts_with("invalid arguments for write_file: unknown field `expected_version`"),
+        e.starts_with("invalid arguments for write_file: unknown field `if_version`"),
         "{e}"
     );
     assert!(
@@ -398,4 +398,110 @@ proptest! {
             prop_assert_eq!(answer["current_version"].as_u64(), Some(version));
         }
     }
+}
+
+#[test]
+fn conflict_checks_guard_writes_and_deletes_and_name_the_current_version() {
+    let s = Scratch::new();
+    let write = |content: &str, expected: u64| {
+        s.call(
+            "write_file",
+            json!({ "agent_id": "a", "path": "f", "content": content, "expected_version": expected }),
+        )
+    };
+    assert_eq!(write("one", 0).unwrap()["version"], 1);
+    assert_eq!(
+        write("two", 0).unwrap_err(),
+        "conflict: \"f\" is at version 1, but the call expected no file; read it again and retry"
+    );
+    assert_eq!(write("two", 1).unwrap()["version"], 2);
+    assert!(write("stale", 1).unwrap_err().contains("is at version 2"));
+    let e = s.err(
+        "delete_file",
+        json!({ "agent_id": "a", "path": "f", "expected_version": 1 }),
+    );
+    assert!(e.starts_with("conflict: \"f\" is at version 2"), "{e}");
+    assert_eq!(read(&s, "f", None, false)["content"], "two");
+    let deleted = s.ok(
+        "delete_file",
+        json!({ "agent_id": "a", "path": "f", "expected_version": 2 }),
+    );
+    assert_eq!(deleted["deleted"], true);
+}
+
+#[test]
+fn editing_one_line_of_1000_costs_a_fraction_of_rewriting_it() {
+    let s = Scratch::new();
+    let doc = numbered(1000);
+    s.write("a", "doc.md", &doc);
+    let edits =
+        json!([{ "old": "line 500 of a long working document", "new": "line 500, revised" }]);
+    let args = json!({ "agent_id": "a", "path": "doc.md", "base_version": 1, "edits": edits });
+    let sent = args.to_string().len();
+    let rewrite = json!({ "agent_id": "a", "path": "doc.md", "content": doc })
+        .to_string()
+        .len();
+    assert!(
+        sent * 20 < rewrite,
+        "edit sends {sent} bytes, a rewrite {rewrite}"
+    );
+    let r = s.ok("edit_file", args.clone());
+    assert_eq!(
+        (r["version"].clone(), r["unchanged"].clone()),
+        (json!(2), json!(false))
+    );
+    let expected = doc.replace("line 500 of a long working document", "line 500, revised");
+    assert_eq!(
+        read(&s, "doc.md", None, false)["content"],
+        expected.as_str()
+    );
+    println!(
+        "figure: one-line change to a 1,000-line file: edit_file sends {sent} bytes, write_file {rewrite}"
+    );
+
+    // The same edit again is against a stale base: a conflict, and nothing changes.
+    let e = s.err("edit_file", args);
+    assert!(e.starts_with("conflict: \"doc.md\" is at version 2"), "{e}");
+    let lines = s.ok(
+        "edit_file",
+        json!({ "agent_id": "a", "path": "doc.md", "base_version": 2,
+                "edits": [{ "start": 1, "end": 2, "lines": ["first two lines, merged"] }] }),
+    );
+    assert_eq!(lines["version"], 3);
+    assert!(
+        read(&s, "doc.md", None, false)["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("first two lines, merged\nline 3 ")
+    );
+    let e = s.err(
+        "edit_file",
+        json!({ "agent_id": "a", "path": "doc.md", "base_version": 3, "edits": [{ "old": "line 7", "new": "x" }] }),
+    );
+    assert!(e.contains("occurs 111 times; it must occur once"), "{e}");
+    let e = s.err(
+        "edit_file",
+        json!({ "agent_id": "a", "path": "doc.md", "base_version": 3, "edits": [{ "old": "x", "start": 1 }] }),
+    );
+    assert!(e.starts_with("invalid arguments for edit_file"), "{e}");
+}
+
+#[test]
+fn history_lists_the_kept_versions() {
+    let s = Scratch::new();
+    for i in 0..12 {
+        s.write("a", "f", &format!("revision {i}"));
+    }
+    let h = s.ok("file_history", json!({ "agent_id": "a", "path": "f" }));
+    let versions = h["versions"].as_array().unwrap();
+    let numbers: Vec<u64> = versions
+        .iter()
+        .map(|v| v["version"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, (3..=12).collect::<Vec<_>>());
+    assert_eq!(versions[9]["bytes"], 11);
+    assert_eq!(versions[9]["sha256"].as_str().unwrap().len(), 64);
+    assert_ne!(versions[8]["sha256"], versions[9]["sha256"]);
+    let e = s.err("file_history", json!({ "agent_id": "b", "path": "f" }));
+    assert_eq!(e, "no file at path \"f\" for agent \"b\"");
 }

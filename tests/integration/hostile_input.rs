@@ -75,6 +75,12 @@ fn tools_with(agent: &str, path: &str) -> Vec<(&'static str, Value)> {
             json!({ "agent_id": agent, "path": path, "entry": "pwned" }),
         ),
         ("read_log", json!({ "agent_id": agent, "path": path })),
+        (
+            "edit_file",
+            json!({ "agent_id": agent, "path": path, "base_version": 1,
+                    "edits": [{ "old": "secret", "new": "pwned" }] }),
+        ),
+        ("file_history", json!({ "agent_id": agent, "path": path })),
         ("delete_file", json!({ "agent_id": agent, "path": path })),
         ("summarize_file", json!({ "agent_id": agent, "path": path })),
         ("list_files", json!({ "agent_id": agent, "prefix": path })),

@@ -279,6 +279,18 @@ fn main() {
     // Calls per second and latency, one call at a time.
     let mut s = Server::start(&bin, &tmp.path().join("calls.db"), &cache);
     let (idle_rss, _) = s.memory_mib();
+
+    // What every session pays up front: the tools/list answer, as compact JSON.
+    let listing = s.request("tools/list", json!({})).to_string();
+    let tools = listing.matches("\"inputSchema\"").count();
+    row(
+        "tools/list answer",
+        format!("{} bytes", listing.len()),
+        format!(
+            "{tools} tools; about {} tokens at 4 bytes a token; goal < 2,000 tokens",
+            listing.len() / 4
+        ),
+    );
     let writes = Run::time(n, |i| {
         s.call(
             "write_file",

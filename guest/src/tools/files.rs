@@ -1,10 +1,13 @@
 //! Versioned files: write, read (whole or as a diff), list and delete.
 
+use super::edit;
 use super::not_found;
 use crate::api::{
-    DeleteFileRequest, DeleteFileResult, LineDiff, ListFilesRequest, ReadBody, ReadFileRequest,
-    ReadFileResult, WholeContent, WholeContentReason, WriteFileRequest, WriteFileResult,
+    DeleteFileRequest, DeleteFileResult, EditFileRequest, History, LineDiff, ListFilesRequest,
+    ReadBody, ReadFileRequest, ReadFileResult, VersionSummary, WholeContent, WholeContentReason,
+    WriteFileRequest, WriteFileResult,
 };
+use crate::bindings::scratchpad::mcp::storage::FileState;
 use crate::diff::{self, Form};
 use crate::limits::quotas;
 use crate::names::{AgentId, FilePath, Prefix};
@@ -16,22 +19,67 @@ use crate::{FileMeta, ToolError};
 pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
-    let q = quotas(&s.limits(&agent));
-    let bytes = r.content.len() as u64;
-    if bytes > q.max_write_bytes {
+    check_size(s, &agent, &r.content)?;
+    let state = s.stat_file(&agent, &path)?;
+    if let Some(expected) = r.expected_version {
+        expect_version(&path, current_version(state.as_ref()), expected)?;
+    }
+    store(s, &agent, &path, state, r.content)
+}
+
+/// Refuses content over the agent's write limit.
+fn check_size(s: &impl Storage, agent: &AgentId, content: &str) -> Result<(), ToolError> {
+    let limit = quotas(&s.limits(agent)).max_write_bytes;
+    let bytes = content.len() as u64;
+    if bytes > limit {
         return Err(ToolError::InvalidArgument(format!(
-            "content is {bytes} bytes; the limit for one write is {} bytes",
-            q.max_write_bytes
+            "content is {bytes} bytes; the limit for one write is {limit} bytes"
         )));
     }
-    let state = s.stat_file(&agent, &path)?;
+    Ok(())
+}
+
+/// The current version of a path, or 0 when it does not exist.
+fn current_version(state: Option<&FileState>) -> u64 {
+    state.and_then(|st| st.kept.last()).map_or(0, |v| v.version)
+}
+
+/// A conflict unless the file is at `expected` (0: does not exist).
+fn expect_version(path: &FilePath, current: u64, expected: u64) -> Result<(), ToolError> {
+    if current == expected {
+        return Ok(());
+    }
+    let now = match current {
+        0 => "does not exist".to_owned(),
+        v => format!("is at version {v}"),
+    };
+    let wanted = match expected {
+        0 => "no file".to_owned(),
+        v => format!("version {v}"),
+    };
+    Err(ToolError::Conflict(format!(
+        "{path} {now}, but the call expected {wanted}; read it again and retry"
+    )))
+}
+
+/// Stores `content` (of a checked size) as the next version of a path whose state is
+/// `state`: the one place that applies the quotas and pruning.
+fn store(
+    s: &impl Storage,
+    agent: &AgentId,
+    path: &FilePath,
+    state: Option<FileState>,
+    content: String,
+) -> Result<WriteFileResult, ToolError> {
+    let q = quotas(&s.limits(agent));
+    let bytes = content.len() as u64;
     let (last_version, kept) = state.map_or((0, Vec::new()), |st| (st.last_version, st.kept));
     if let Some(current) = kept.last()
         && current.bytes == bytes
-        && s.read_version(&agent, &path, current.version)?.as_deref() == Some(r.content.as_str())
+        && s.read_version(agent, path, current.version)?.as_deref() == Some(content.as_str())
     {
         return Ok(WriteFileResult {
-            path: r.path,
+            path: path.as_str().to_owned(),
             version: current.version,
             bytes,
             unchanged: true,
@@ -45,7 +93,7 @@ pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResu
         .filter(|v| v.version < keep_from)
         .map(|v| v.bytes)
         .sum();
-    let usage = s.get_usage(&agent)?;
+    let usage = s.get_usage(agent)?;
     if kept.is_empty() && usage.file_count >= q.max_files {
         return Err(ToolError::QuotaExceeded(format!(
             "agent {agent} has {} files; the quota is {} files (delete one to make room)",
@@ -59,15 +107,70 @@ pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResu
             q.max_total_bytes
         )));
     }
-    s.put_version(&agent, &path, version, &r.content)?;
+    s.put_version(agent, path, version, &content)?;
     if pruned_bytes > 0 {
-        s.prune_versions(&agent, &path, keep_from)?;
+        s.prune_versions(agent, path, keep_from)?;
     }
     Ok(WriteFileResult {
-        path: r.path,
+        path: path.as_str().to_owned(),
         version,
         bytes,
         unchanged: false,
+    })
+}
+
+/// Applies `edits` to the current version, which must be `base_version`, and stores the
+/// result as a new version (through the same path as a write).
+pub fn edit_file(s: &impl Storage, r: EditFileRequest) -> Result<WriteFileResult, ToolError> {
+    let agent = AgentId::parse(&r.agent_id)?;
+    let path = FilePath::parse(&r.path)?;
+    if r.edits.is_empty() {
+        return Err(ToolError::InvalidArgument(
+            "edits must hold at least one edit (got none)".to_owned(),
+        ));
+    }
+    let state = s.stat_file(&agent, &path)?;
+    let current = current_version(state.as_ref());
+    if current == 0 {
+        return Err(not_found(&agent, &path));
+    }
+    expect_version(&path, current, r.base_version)?;
+    let mut content = s
+        .read_version(&agent, &path, current)?
+        .ok_or_else(|| not_found(&agent, &path))?;
+    for (i, e) in r.edits.iter().enumerate() {
+        content = edit::apply(&content, e).map_err(|reason| {
+            ToolError::InvalidArgument(format!("edit {} of {}: {reason}", i + 1, r.edits.len()))
+        })?;
+    }
+    check_size(s, &agent, &content)?;
+    store(s, &agent, &path, state, content)
+}
+
+/// The kept versions with their sizes, times and content hashes.
+pub fn file_history(s: &impl Storage, agent_id: &str, path: &str) -> Result<History, ToolError> {
+    let agent = AgentId::parse(agent_id)?;
+    let path = FilePath::parse(path)?;
+    let kept = s
+        .stat_file(&agent, &path)?
+        .map(|st| st.kept)
+        .filter(|kept| !kept.is_empty())
+        .ok_or_else(|| not_found(&agent, &path))?;
+    let mut versions = Vec::with_capacity(kept.len());
+    for v in kept {
+        let content = s
+            .read_version(&agent, &path, v.version)?
+            .ok_or_else(|| not_found(&agent, &path))?;
+        versions.push(VersionSummary {
+            version: v.version,
+            bytes: v.bytes,
+            sha256: edit::sha256_hex(&content),
+            created_at: v.created_at,
+        });
+    }
+    Ok(History {
+        path: path.as_str().to_owned(),
+        versions,
     })
 }
 
@@ -150,6 +253,10 @@ pub fn list_files(s: &impl Storage, r: ListFilesRequest) -> Result<Vec<FileMeta>
 pub fn delete_file(s: &impl Storage, r: DeleteFileRequest) -> Result<DeleteFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
+    if let Some(expected) = r.expected_version {
+        let state = s.stat_file(&agent, &path)?;
+        expect_version(&path, current_version(state.as_ref()), expected)?;
+    }
     let deleted = s.delete_file(&agent, &path)?;
     Ok(DeleteFileResult {
         path: r.path,
@@ -161,7 +268,7 @@ pub fn delete_file(s: &impl Storage, r: DeleteFileRequest) -> Result<DeleteFileR
 mod tests {
     use super::*;
     use crate::LimitOverrides;
-    use crate::api::DiffChunk;
+    use crate::api::{DiffChunk, Edit, LineEdit, TextEdit};
     use crate::limits::{MAX_FILES, MAX_TOTAL_BYTES, MAX_WRITE_BYTES, NO_OVERRIDES};
     use crate::testing::Memory;
 
@@ -172,6 +279,7 @@ mod tests {
                 agent_id: "a".into(),
                 path: path.into(),
                 content: content.into(),
+                expected_version: None,
             },
         )
     }
@@ -194,6 +302,7 @@ mod tests {
             DeleteFileRequest {
                 agent_id: "a".into(),
                 path: path.into(),
+                expected_version: None,
             },
         )
         .unwrap()
@@ -427,5 +536,180 @@ mod tests {
         write(&s, "f", "1").unwrap();
         write(&s, "f", "2").unwrap();
         assert_eq!(s.kept_versions("a", "f"), vec![2]);
+    }
+
+    fn edit(s: &Memory, base: u64, edits: Vec<Edit>) -> Result<WriteFileResult, ToolError> {
+        edit_file(
+            s,
+            EditFileRequest {
+                agent_id: "a".into(),
+                path: "f".into(),
+                base_version: base,
+                edits,
+            },
+        )
+    }
+
+    fn conditional(s: &Memory, content: &str, expected: u64) -> Result<WriteFileResult, ToolError> {
+        write_file(
+            s,
+            WriteFileRequest {
+                agent_id: "a".into(),
+                path: "f".into(),
+                content: content.into(),
+                expected_version: Some(expected),
+            },
+        )
+    }
+
+    #[test]
+    fn expected_versions_guard_writes_and_deletes() {
+        let s = Memory::default();
+        assert_eq!(conditional(&s, "one", 0).unwrap().version, 1);
+        assert_eq!(
+            conditional(&s, "two", 0),
+            Err(ToolError::Conflict(
+                "\"f\" is at version 1, but the call expected no file; read it again and retry"
+                    .into()
+            ))
+        );
+        assert_eq!(conditional(&s, "two", 1).unwrap().version, 2);
+        let stale = conditional(&s, "three", 1).unwrap_err();
+        assert!(
+            matches!(&stale, ToolError::Conflict(m) if m.contains("is at version 2, but the call expected version 1")),
+            "{stale:?}"
+        );
+        let delete = |expected| {
+            delete_file(
+                &s,
+                DeleteFileRequest {
+                    agent_id: "a".into(),
+                    path: "f".into(),
+                    expected_version: Some(expected),
+                },
+            )
+        };
+        assert!(matches!(delete(1), Err(ToolError::Conflict(_))));
+        assert_eq!(s.kept_versions("a", "f"), vec![1, 2]);
+        assert!(delete(2).unwrap().deleted);
+        assert!(matches!(delete(2), Err(ToolError::Conflict(m)) if m.contains("does not exist")));
+    }
+
+    #[test]
+    fn edits_apply_in_order_against_the_current_version() {
+        let s = Memory::default();
+        write(&s, "f", "alpha\nbeta\ngamma\n").unwrap();
+        let r = edit(
+            &s,
+            1,
+            vec![
+                Edit::Text(TextEdit {
+                    old: "beta".into(),
+                    new: "BETA".into(),
+                }),
+                Edit::Lines(LineEdit {
+                    start: 1,
+                    end: 1,
+                    lines: vec!["ALPHA".into()],
+                }),
+            ],
+        )
+        .unwrap();
+        assert_eq!((r.version, r.bytes), (2, 17));
+        assert_eq!(
+            read(&s, "f", None).unwrap().body,
+            ReadBody::Content(WholeContent {
+                content: "ALPHA\nBETA\ngamma\n".into(),
+                reason: None
+            })
+        );
+        // A stale base is a conflict; a failing edit names itself; both change nothing.
+        assert!(matches!(
+            edit(&s, 1, vec![]),
+            Err(ToolError::InvalidArgument(_))
+        ));
+        let stale = edit(
+            &s,
+            1,
+            vec![Edit::Text(TextEdit {
+                old: "gamma".into(),
+                new: "G".into(),
+            })],
+        );
+        assert!(matches!(stale, Err(ToolError::Conflict(m)) if m.contains("is at version 2")));
+        let missing = edit(
+            &s,
+            2,
+            vec![
+                Edit::Text(TextEdit {
+                    old: "gamma".into(),
+                    new: "G".into(),
+                }),
+                Edit::Text(TextEdit {
+                    old: "delta".into(),
+                    new: "D".into(),
+                }),
+            ],
+        );
+        assert!(
+            matches!(missing, Err(ToolError::InvalidArgument(m)) if m.starts_with("edit 2 of 2: old text \"delta\" does not occur"))
+        );
+        assert_eq!(s.kept_versions("a", "f"), vec![1, 2]);
+        // An edit that changes nothing makes no version.
+        let same = edit(
+            &s,
+            2,
+            vec![Edit::Text(TextEdit {
+                old: "gamma".into(),
+                new: "gamma".into(),
+            })],
+        )
+        .unwrap();
+        assert!(same.unchanged);
+    }
+
+    #[test]
+    fn an_edit_may_not_grow_a_file_past_the_write_limit() {
+        let s = Memory::with_limits(LimitOverrides {
+            max_write_bytes: Some(8),
+            ..NO_OVERRIDES
+        });
+        write(&s, "f", "12345678").unwrap();
+        let grown = edit(
+            &s,
+            1,
+            vec![Edit::Text(TextEdit {
+                old: "8".into(),
+                new: "89".into(),
+            })],
+        );
+        assert_eq!(
+            grown,
+            Err(ToolError::InvalidArgument(
+                "content is 9 bytes; the limit for one write is 8 bytes".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn history_lists_kept_versions_with_hashes() {
+        let s = Memory::with_limits(LimitOverrides {
+            versions_kept: Some(2),
+            ..NO_OVERRIDES
+        });
+        for content in ["abc", "abcd", "abc"] {
+            write(&s, "f", content).unwrap();
+        }
+        let h = file_history(&s, "a", "f").unwrap();
+        let got: Vec<_> = h
+            .versions
+            .iter()
+            .map(|v| (v.version, v.bytes, &v.sha256[..8]))
+            .collect();
+        assert_eq!(got, vec![(2, 4, "88d4266f"), (3, 3, "ba7816bf")]);
+        assert!(matches!(
+            file_history(&s, "a", "nope"),
+            Err(ToolError::NotFound(_))
+        ));
     }
 }

@@ -1,12 +1,13 @@
-//! The eight tools, one function each, grouped by what they own. Each parses its arguments
+//! The tools, one function each, grouped by what they own. Each parses its arguments
 //! first (a rejected call touches nothing), then works through the ports.
 
+mod edit;
 mod files;
 mod logs;
 mod summary;
 mod usage;
 
-pub use files::{delete_file, list_files, read_file, write_file};
+pub use files::{delete_file, edit_file, file_history, list_files, read_file, write_file};
 pub use logs::{append_log, read_log};
 pub use summary::summarize_file;
 pub use usage::get_usage_stats;

@@ -110,6 +110,7 @@ mod tests {
                 agent_id: "a".into(),
                 path: "doc".into(),
                 content: content.into(),
+                expected_version: None,
             },
         )
         .unwrap();

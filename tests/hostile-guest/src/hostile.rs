@@ -100,6 +100,14 @@ impl Guest for Hostile {
         tools::delete_file(&Imports, r)
     }
 
+    fn edit_file(r: api::EditFileRequest) -> Result<api::WriteFileResult, ToolError> {
+        tools::edit_file(&Imports, r)
+    }
+
+    fn file_history(agent_id: String, path: String) -> Result<api::History, ToolError> {
+        tools::file_history(&Imports, &agent_id, &path)
+    }
+
     fn summarize_file(r: api::SummarizeFileRequest) -> Result<api::SummarizeFileResult, ToolError> {
         tools::summarize_file(&Imports, &Imports, r)
     }
