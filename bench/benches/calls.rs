@@ -133,6 +133,9 @@ fn write_then_diff(c: &mut Criterion) {
                 path: "plan.md".into(),
                 since_version: Some(v.saturating_sub(1).max(1)),
                 full_diff: false,
+                offset: None,
+                limit: None,
+                column: None,
             };
             black_box(w.native(Mode::Read, |p| tools::read_file(p, read)));
         })
@@ -148,6 +151,9 @@ fn write_then_diff(c: &mut Criterion) {
                 path: "plan.md".into(),
                 since_version: Some(v.saturating_sub(1).max(1)),
                 full_diff: false,
+                offset: None,
+                limit: None,
+                column: None,
             };
             black_box(w.component(Mode::Read, |t, s| t.call_read_file(s, &read)));
         })
@@ -388,12 +394,18 @@ fn other_tools(c: &mut Criterion) {
         path: "plan.md".into(),
         since_version: Some(since),
         full_diff: false,
+        offset: None,
+        limit: None,
+        column: None,
     };
     let host_read = |since| host_api::ReadFileRequest {
         agent_id: "bench".into(),
         path: "plan.md".into(),
         since_version: Some(since),
         full_diff: false,
+        offset: None,
+        limit: None,
+        column: None,
     };
     // Each store's plan.md has had the same writes; diff against the version before the last.
     let since = |current: u64| current.saturating_sub(1).max(1);

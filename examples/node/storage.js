@@ -130,6 +130,7 @@ export class MemoryStorage {
       maxLogEntryBytes: big('max-log-entry-bytes'),
       versionsKept: small('versions-kept'),
       logPageSize: small('log-page-size'),
+      maxResponseTokens: big('max-response-tokens'),
     };
   }
 }

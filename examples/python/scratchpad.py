@@ -119,7 +119,7 @@ class MemoryStorage:
 
     def get_limits(self, agent):
         names = ["max-files", "max-log-entries", "max-total-bytes", "max-write-bytes",
-                 "max-log-entry-bytes", "versions-kept", "log-page-size"]
+                 "max-log-entry-bytes", "versions-kept", "log-page-size", "max-response-tokens"]
         return record(**{n.replace("-", "_"): self.limits.get(n) for n in names})
 
 

@@ -8,6 +8,7 @@
 //!
 //! Map:
 //! - [`limits`]: every limit and quota, one named constant each.
+//! - [`budget`]: answers that fit: token estimates, and long content in parts.
 //! - [`names`]: agent ids, paths and prefixes, parsed once at the boundary.
 //! - [`diff`]: lossless line diffs with `similar`, compacted for tokens, and their inverse.
 //! - [`ports`]: the storage and summariser the logic runs against.
@@ -18,6 +19,7 @@
 //!   The export is the `export` feature (on by default); a crate that wraps these tools in a
 //!   component of its own turns it off and uses [`Imports`] and `bindings::export!`.
 
+pub mod budget;
 pub mod diff;
 pub mod limits;
 pub mod names;

@@ -38,6 +38,10 @@ pub const MAX_LOG_ENTRIES: u64 = 100_000;
 /// Bytes one agent may store in all: every kept version plus every log entry (100 MiB).
 pub const MAX_TOTAL_BYTES: u64 = 100 * 1024 * 1024;
 
+/// Largest answer, in estimated tokens: under the 25,000-token cap some clients put on a
+/// tool result, with room for their own framing.
+pub const MAX_RESPONSE_TOKENS: u64 = 20_000;
+
 /// Files up to this many characters (about 2,000 tokens) come back whole from
 /// `summarize_file`: reading them costs less than summarising them.
 pub const SUMMARY_THRESHOLD_CHARS: usize = 8_000;
@@ -71,6 +75,7 @@ pub const NO_OVERRIDES: LimitOverrides = LimitOverrides {
     max_log_entry_bytes: None,
     versions_kept: None,
     log_page_size: None,
+    max_response_tokens: None,
 };
 
 /// A limit an embedder may set: its name (the WIT field's, in snake_case), its default, and
@@ -161,8 +166,16 @@ pub const PAGE: Limit = Limit {
     max: 1_000,
 };
 
+/// The largest answer.
+pub const RESPONSE_TOKENS: Limit = Limit {
+    name: "max_response_tokens",
+    default: MAX_RESPONSE_TOKENS,
+    min: 1_000,
+    max: 200_000,
+};
+
 /// Every limit an embedder may set, in the WIT's order.
-pub const CONFIGURABLE: [Limit; 7] = [
+pub const CONFIGURABLE: [Limit; 8] = [
     FILES,
     LOG_ENTRIES,
     TOTAL_BYTES,
@@ -170,20 +183,25 @@ pub const CONFIGURABLE: [Limit; 7] = [
     LOG_ENTRY_BYTES,
     KEPT,
     PAGE,
+    RESPONSE_TOKENS,
 ];
 
 /// The quotas and size limits of an agent: the embedder's where it sets them (within
-/// range), else the defaults above.
+/// range), else the defaults above. A log entry may not be larger than one answer carries,
+/// so that every entry can be read back (a page holds at least one entry).
 pub fn quotas(o: &LimitOverrides) -> Quotas {
+    let max_response_tokens = RESPONSE_TOKENS.apply(o.max_response_tokens);
+    let entry_fits = crate::budget::payload_bytes(max_response_tokens);
     // Both u32 limits have a `max` of 1,000, so the casts back cannot truncate.
     Quotas {
         max_files: FILES.apply(o.max_files),
         max_log_entries: LOG_ENTRIES.apply(o.max_log_entries),
         max_total_bytes: TOTAL_BYTES.apply(o.max_total_bytes),
         max_write_bytes: WRITE_BYTES.apply(o.max_write_bytes),
-        max_log_entry_bytes: LOG_ENTRY_BYTES.apply(o.max_log_entry_bytes),
+        max_log_entry_bytes: LOG_ENTRY_BYTES.apply(o.max_log_entry_bytes).min(entry_fits),
         versions_kept: KEPT.apply(o.versions_kept.map(u64::from)) as u32,
         log_page_size: PAGE.apply(o.log_page_size.map(u64::from)) as u32,
+        max_response_tokens,
     }
 }
 

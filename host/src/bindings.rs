@@ -25,4 +25,5 @@ pub const NO_OVERRIDES: LimitOverrides = LimitOverrides {
     max_log_entry_bytes: None,
     versions_kept: None,
     log_page_size: None,
+    max_response_tokens: None,
 };

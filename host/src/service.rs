@@ -170,6 +170,9 @@ impl Service {
                     path: a.path.clone(),
                     since_version: a.since_version,
                     full_diff: a.full_diff.unwrap_or(false),
+                    offset: a.offset,
+                    limit: a.limit,
+                    column: a.column,
                 };
                 self.run(
                     tool,

@@ -304,6 +304,7 @@ impl Settings {
                 max_log_entry_bytes: values.get("max_log_entry_bytes").copied(),
                 versions_kept: u32_of("versions_kept"),
                 log_page_size: u32_of("log_page_size"),
+                max_response_tokens: values.get("max_response_tokens").copied(),
             },
             anthropic: AnthropicConfig {
                 api_key,

@@ -340,6 +340,12 @@ pub struct ReadFileArgs {
     pub since_version: Option<u64>,
     #[serde(default)]
     pub full_diff: Option<bool>,
+    #[serde(default)]
+    pub offset: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<u64>,
+    #[serde(default)]
+    pub column: Option<u64>,
 }
 
 /// `append_log` arguments.
@@ -436,6 +442,21 @@ pub struct ReadFileOutput {
     /// True when the diff would have been larger than the content.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_not_smaller: Option<bool>,
+    /// True when the diff would not have fit one answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_too_large: Option<bool>,
+    /// With a part of the content: the number of its first line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_line: Option<u64>,
+    /// With a part of the content: pass as `offset` for the next part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_line: Option<u64>,
+    /// With a part that ends inside a long line: pass as `column` for the next part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_column: Option<u64>,
+    /// With a part of the content: lines after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines_left: Option<u64>,
     /// The version the diff starts from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since_version: Option<u64>,
@@ -445,6 +466,8 @@ pub struct ReadFileOutput {
     /// True when nothing changed since `since_version` (the diff is empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unchanged: Option<bool>,
+    /// The answer's estimated size in tokens.
+    pub tokens: u64,
 }
 
 /// One chunk of a line diff.
@@ -502,12 +525,31 @@ impl ReadFileOutput {
             content: None,
             version_too_old: None,
             diff_not_smaller: None,
+            diff_too_large: None,
+            first_line: None,
+            next_line: None,
+            next_column: None,
+            lines_left: None,
             since_version: None,
             diff: None,
             unchanged: None,
+            tokens: r.tokens,
         };
         match r.body {
             api::ReadBody::Content(whole) => {
+                if whole.first_line != args.offset.unwrap_or(1) {
+                    return Err(ShapeError::Guest(format!(
+                        "asked for lines from {:?}, answered from {}",
+                        args.offset, whole.first_line
+                    )));
+                }
+                // A whole file in one answer says nothing of lines: the common case stays small.
+                if whole.first_line != 1 || whole.next_line.is_some() {
+                    out.first_line = Some(whole.first_line);
+                    out.next_line = whole.next_line;
+                    out.next_column = whole.next_column;
+                    out.lines_left = Some(whole.lines_left);
+                }
                 out.content = Some(whole.content);
                 match whole.reason {
                     Some(api::WholeContentReason::VersionTooOld) => {
@@ -516,6 +558,7 @@ impl ReadFileOutput {
                     Some(api::WholeContentReason::DiffNotSmaller) => {
                         out.diff_not_smaller = Some(true)
                     }
+                    Some(api::WholeContentReason::DiffTooLarge) => out.diff_too_large = Some(true),
                     None => {}
                 }
             }
@@ -555,6 +598,8 @@ pub struct ReadLogOutput {
     pub has_more: bool,
     /// The cursor for the next page.
     pub last_entry_id: u64,
+    /// The answer's estimated size in tokens.
+    pub tokens: u64,
 }
 
 /// One log entry.
@@ -589,6 +634,7 @@ impl ReadLogOutput {
             entries,
             has_more: page.has_more,
             last_entry_id: page.last_entry_id,
+            tokens: page.tokens,
         })
     }
 }
@@ -787,6 +833,8 @@ pub struct QuotasOutput {
     pub versions_kept: u32,
     /// Entries in one `read_log` page.
     pub log_page_size: u32,
+    /// Largest answer, in estimated tokens.
+    pub max_response_tokens: u64,
 }
 
 impl From<api::UsageStats> for UsageStatsOutput {
@@ -805,6 +853,7 @@ impl From<api::UsageStats> for UsageStatsOutput {
                 max_log_entry_bytes: q.max_log_entry_bytes,
                 versions_kept: q.versions_kept,
                 log_page_size: q.log_page_size,
+                max_response_tokens: q.max_response_tokens,
             },
         }
     }

@@ -125,6 +125,21 @@ class RawServer:
             return False, result["content"][0]["text"]
         return True, result["structuredContent"]
 
+    def read_whole(self, agent, path):
+        """A file's content read part by part, following the cursors, as a client would for a
+        file too long for one answer; or (False, error)."""
+        content, cursor = "", {}
+        while True:
+            ok, part = self.call("read_file", agent_id=agent, path=path, **cursor)
+            if not ok:
+                return False, part
+            content += part["content"]
+            if part.get("next_line") is None:
+                return True, content
+            cursor = {"offset": part["next_line"]}
+            if part.get("next_column") is not None:
+                cursor["column"] = part["next_column"]
+
     @staticmethod
     def binary():
         return BINARY

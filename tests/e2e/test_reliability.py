@@ -168,9 +168,7 @@ def test_a_full_disk_is_a_clear_error_and_does_no_damage(small_disk, tmp_path):
     assert error == "the disk or the store is full; nothing was changed", error
     assert written, "some writes fit first"
     for path, content in written:
-        answer = server.call("read_file", agent_id="a", path=path)
-        assert answer[0], answer
-        assert answer[1]["content"] == content
+        assert server.read_whole("a", path) == (True, content)
     ok, usage = server.call("get_usage_stats", agent_id="a")
     assert ok and usage["file_count"] == len(written)
     server.close()

@@ -82,7 +82,8 @@ def test_versions_and_diffs(db, era):
             assert all(c["op"] != "skip" for c in full["diff"])
 
             whole = await s.ok("read_file", agent_id="a", path="doc.md")
-            assert whole == {"path": "doc.md", "current_version": 2, "content": new}
+            assert whole == {"path": "doc.md", "current_version": 2, "content": new, "tokens": whole["tokens"]}
+            assert 0 < whole["tokens"] <= 20_000
 
             for i in range(3, 13):
                 await s.ok("write_file", agent_id="a", path="doc.md", content=f"{new}{i}")

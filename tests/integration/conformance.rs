@@ -129,6 +129,7 @@ fn limits(group: &Value) -> LimitOverrides {
         max_log_entry_bytes: get("max-log-entry-bytes"),
         versions_kept: get("versions-kept").map(|n| n as u32),
         log_page_size: get("log-page-size").map(|n| n as u32),
+        max_response_tokens: get("max-response-tokens"),
     }
 }
 

@@ -35,7 +35,7 @@ fn writes_make_versions_and_equal_content_makes_none() {
     assert_eq!(s.write("a", "notes.md", "two!")["version"], 2);
     assert_eq!(
         read(&s, "notes.md", None, false),
-        json!({ "path": "notes.md", "current_version": 2, "content": "two!" })
+        json!({ "path": "notes.md", "current_version": 2, "content": "two!", "tokens": 130 })
     );
 }
 
@@ -105,7 +105,8 @@ fn since_version_edges() {
     );
     assert_eq!(
         read(&s, "f", Some(2), false),
-        json!({ "path": "f", "current_version": 2, "since_version": 2, "diff": [], "unchanged": true })
+        json!({ "path": "f", "current_version": 2, "since_version": 2, "diff": [], "unchanged": true,
+                "tokens": 128 })
     );
 }
 
@@ -152,7 +153,8 @@ fn a_diff_no_smaller_than_the_content_sends_the_content() {
     s.write("a", "f", "x\ny\nz");
     assert_eq!(
         read(&s, "f", Some(1), false),
-        json!({ "path": "f", "current_version": 2, "content": "x\ny\nz", "diff_not_smaller": true })
+        json!({ "path": "f", "current_version": 2, "content": "x\ny\nz", "diff_not_smaller": true,
+                "tokens": 131 })
     );
 }
 
@@ -504,4 +506,69 @@ fn history_lists_the_kept_versions() {
     assert_ne!(versions[8]["sha256"], versions[9]["sha256"]);
     let e = s.err("file_history", json!({ "agent_id": "b", "path": "f" }));
     assert_eq!(e, "no file at path \"f\" for agent \"b\"");
+}
+
+#[test]
+fn a_file_too_long_for_one_answer_comes_in_parts_that_rebuild_it() {
+    let s = Scratch::new();
+    // 990 KB of text: about 250,000 tokens, far over the 20,000 of one answer.
+    let doc: String = (0..15_000)
+        .map(|i| format!("{i:05}: a line of a long log that an agent wrote to its scratchpad\n"))
+        .collect();
+    assert!(doc.len() > 950_000);
+    s.write("a", "big.md", &doc);
+    let (mut joined, mut offset, mut parts) = (String::new(), None::<u64>, 0);
+    loop {
+        let mut args = json!({ "agent_id": "a", "path": "big.md" });
+        if let Some(offset) = offset {
+            args["offset"] = json!(offset);
+        }
+        let part = s.ok("read_file", args);
+        let tokens = part["tokens"].as_u64().unwrap();
+        assert!(tokens <= 20_000, "{tokens} tokens");
+        let text = part["content"].as_str().unwrap();
+        assert!(text.len() / 4 <= 20_000);
+        joined.push_str(text);
+        parts += 1;
+        match part["next_line"].as_u64() {
+            Some(next) => {
+                assert_eq!(part["lines_left"].as_u64().unwrap(), 15_000 - next + 1);
+                offset = Some(next);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(joined, doc);
+    println!("figure: a 990 KB file read in {parts} parts of at most 20,000 estimated tokens");
+
+    // A diff too large for one answer comes as the content's first part instead.
+    let changed: String = doc
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i % 20 == 0 {
+                format!("{l}!\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    s.write("a", "big.md", &changed);
+    let r = read(&s, "big.md", Some(1), false);
+    assert_eq!(r["diff_too_large"], true, "{}", r["tokens"]);
+    assert_eq!(r["first_line"], 1);
+    assert!(r["next_line"].as_u64().unwrap() > 1);
+    // A small window, asked for.
+    let window = s.ok(
+        "read_file",
+        json!({ "agent_id": "a", "path": "big.md", "offset": 3, "limit": 2 }),
+    );
+    assert_eq!(
+        window["content"],
+        "00002: a line of a long log that an agent wrote to its scratchpad\n00003: a line of a long log that an agent wrote to its scratchpad\n"
+    );
+    assert_eq!(
+        (window["next_line"].clone(), window["lines_left"].clone()),
+        (json!(5), json!(14_996))
+    );
 }

@@ -43,7 +43,7 @@ fn a_cursor_pages_through_250_entries_without_gaps() {
     let after_end = page(&s, Some(250));
     assert_eq!(
         after_end,
-        json!({ "path": "actions", "entries": [], "has_more": false, "last_entry_id": 250 })
+        json!({ "path": "actions", "entries": [], "has_more": false, "last_entry_id": 250, "tokens": 128 })
     );
     assert_eq!(s.usage("a")["log_entry_count"], 250);
 }
@@ -107,6 +107,37 @@ fn logs_are_separate_by_path_and_an_unknown_log_is_empty() {
     let empty = s.ok("read_log", json!({ "agent_id": "a", "path": "never" }));
     assert_eq!(
         empty,
-        json!({ "path": "never", "entries": [], "has_more": false, "last_entry_id": 0 })
+        json!({ "path": "never", "entries": [], "has_more": false, "last_entry_id": 0, "tokens": 128 })
     );
+}
+
+#[test]
+fn a_page_holds_no_more_entries_than_fit_one_answer() {
+    let s = Scratch::new();
+    for i in 0..5 {
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "big", "entry": format!("{i}{}", "x".repeat(30_000)) }),
+        );
+    }
+    let mut since = 0;
+    let mut sizes = Vec::new();
+    loop {
+        let page = s.ok(
+            "read_log",
+            json!({ "agent_id": "a", "path": "big", "since_entry": since }),
+        );
+        assert!(
+            page["tokens"].as_u64().unwrap() <= 20_000,
+            "{}",
+            page["tokens"]
+        );
+        sizes.push(page["entries"].as_array().unwrap().len());
+        since = page["last_entry_id"].as_u64().unwrap();
+        if page["has_more"] == false {
+            break;
+        }
+    }
+    // 30 KB entries, about 80 KB an answer: two a page, every entry once.
+    assert_eq!(sizes, vec![2, 2, 1]);
 }

@@ -1,12 +1,13 @@
 //! Properties of the logic, each a function that panics with the counter-example.
 
 use super::Memory;
-use crate::api::{AppendLogRequest, ReadLogRequest};
+use crate::api::{AppendLogRequest, ReadBody, ReadFileRequest, ReadLogRequest, WriteFileRequest};
 use crate::diff::{self, Form};
+use crate::limits::NO_OVERRIDES;
 use crate::limits::{LOG_PAGE_SIZE, MAX_AGENT_ID_CHARS, MAX_PATH_CHARS};
 use crate::names::{AgentId, FilePath, Prefix};
-use crate::tools::{append_log, read_log};
-use crate::{LogValue, ToolError};
+use crate::tools::{append_log, read_file, read_log, write_file};
+use crate::{LimitOverrides, LogValue, ToolError};
 
 /// Parsing is a fixed point, what parses keeps the rules by construction, and what does not
 /// is refused with a message that shows no raw control character.
@@ -105,6 +106,55 @@ pub fn log_paging(entries: u16, cursor: u64) {
     assert_eq!(seen, expected);
 }
 
+/// Reading a file of these lines under a budget of `max_tokens`: every answer reports at
+/// most that many tokens, and the parts, followed by their cursors, join to the content.
+pub fn budgets(lines: &[(usize, char)], max_tokens: u64) {
+    let store = Memory::with_limits(LimitOverrides {
+        max_response_tokens: Some(max_tokens),
+        ..NO_OVERRIDES
+    });
+    let content: String = lines
+        .iter()
+        .map(|&(len, c)| format!("{}\n", c.to_string().repeat(len)))
+        .collect();
+    let write = WriteFileRequest {
+        agent_id: "a".into(),
+        path: "f".into(),
+        content: content.clone(),
+        expected_version: None,
+    };
+    if write_file(&store, write).is_err() {
+        return; // over the write limit: nothing to read
+    }
+    let (mut offset, mut byte, mut joined) = (None, None, String::new());
+    loop {
+        let request = ReadFileRequest {
+            agent_id: "a".into(),
+            path: "f".into(),
+            since_version: None,
+            full_diff: false,
+            offset,
+            limit: None,
+            column: byte,
+        };
+        let answer = read_file(&store, request).expect("every part of a file can be read");
+        assert!(
+            answer.tokens <= max_tokens,
+            "{} tokens > {max_tokens}",
+            answer.tokens
+        );
+        let ReadBody::Content(part) = answer.body else {
+            panic!("a plain read answers with content")
+        };
+        joined.push_str(&part.content);
+        match part.next_line {
+            Some(next) => (offset, byte) = (Some(next), part.next_column),
+            None => break,
+        }
+    }
+    assert_eq!(joined, content);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +204,22 @@ mod tests {
         #[test]
         fn every_cursor_pages_through_the_rest_of_the_log(entries in 0u16..350, cursor in 0u64..400) {
             log_paging(entries, cursor);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 64,
+            rng_seed: RngSeed::Fixed(0x6275_6467),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn no_answer_exceeds_its_budget_and_parts_join_to_the_file(
+            lines in prop::collection::vec((0usize..20_000, prop_oneof![Just('x'), Just('"'), Just('ü'), Just('\u{1}')]), 0..80),
+            max_tokens in 1_000u64..6_000,
+        ) {
+            budgets(&lines, max_tokens);
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::api::{
     WriteFileRequest, WriteFileResult,
 };
 use crate::bindings::scratchpad::mcp::storage::FileState;
+use crate::budget;
 use crate::diff::{self, Form};
 use crate::limits::quotas;
 use crate::names::{AgentId, FilePath, Prefix};
@@ -174,10 +175,19 @@ pub fn file_history(s: &impl Storage, agent_id: &str, path: &str) -> Result<Hist
     })
 }
 
-/// The whole current content, or what changed since `since_version`.
+/// The whole current content, or what changed since `since_version`; content too long for
+/// one answer comes in parts of whole lines.
 pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
+    if r.since_version.is_some() && (r.offset.is_some() || r.limit.is_some() || r.column.is_some())
+    {
+        return Err(ToolError::InvalidArgument(
+            "offset, limit and column page the whole content; they do not apply with since_version"
+                .to_owned(),
+        ));
+    }
+    let budget = budget::payload_bytes(quotas(&s.limits(&agent)).max_response_tokens);
     let current = s
         .stat_file(&agent, &path)?
         .and_then(|st| st.kept.last().map(|v| v.version))
@@ -186,14 +196,28 @@ pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult,
         s.read_version(&agent, &path, version)?
             .ok_or_else(|| not_found(&agent, &path))
     };
-    let whole = |reason| -> Result<ReadBody, ToolError> {
-        Ok(ReadBody::Content(WholeContent {
-            content: read(current)?,
-            reason,
-        }))
+    // The content, or the part of it from `offset` that fits, with the payload's size.
+    let whole = |content: &str, reason| -> Result<(ReadBody, usize), ToolError> {
+        let start = budget::Start {
+            line: r.offset,
+            column: r.column,
+        };
+        let part = budget::part(content, start, r.limit, budget)?;
+        let size = diff::encoded_len(&part.text);
+        Ok((
+            ReadBody::Content(WholeContent {
+                content: part.text,
+                reason,
+                first_line: part.first_line,
+                next_line: part.next_line,
+                next_column: part.next_column,
+                lines_left: part.lines_left,
+            }),
+            size,
+        ))
     };
-    let body = match r.since_version {
-        None => whole(None)?,
+    let (body, size) = match r.since_version {
+        None => whole(&read(current)?, None)?,
         Some(0) => {
             return Err(ToolError::InvalidArgument(
                 "since_version must be a version number, 1 or more (got 0)".to_owned(),
@@ -204,12 +228,15 @@ pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult,
                 "since_version {since} is newer than the current version {current} of {path}"
             )));
         }
-        Some(since) if since == current => ReadBody::Diff(LineDiff {
-            since_version: since,
-            chunks: Vec::new(),
-        }),
+        Some(since) if since == current => (
+            ReadBody::Diff(LineDiff {
+                since_version: since,
+                chunks: Vec::new(),
+            }),
+            0,
+        ),
         Some(since) => match s.read_version(&agent, &path, since)? {
-            None => whole(Some(WholeContentReason::VersionTooOld))?,
+            None => whole(&read(current)?, Some(WholeContentReason::VersionTooOld))?,
             Some(old) => {
                 let new = read(current)?;
                 let form = if r.full_diff {
@@ -218,19 +245,18 @@ pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult,
                     Form::Compact
                 };
                 let chunks = diff::diff(&old, &new, form);
+                let size = diff::encoded_chunks_len(&chunks);
                 // A caller who asks for the full form wants every line, saving or not.
-                if form == Form::Compact
-                    && diff::encoded_chunks_len(&chunks) >= diff::encoded_len(&new)
-                {
-                    ReadBody::Content(WholeContent {
-                        content: new,
-                        reason: Some(WholeContentReason::DiffNotSmaller),
-                    })
+                if form == Form::Compact && size >= diff::encoded_len(&new) {
+                    whole(&new, Some(WholeContentReason::DiffNotSmaller))?
+                } else if size as u64 > budget {
+                    whole(&new, Some(WholeContentReason::DiffTooLarge))?
                 } else {
-                    ReadBody::Diff(LineDiff {
+                    let body = ReadBody::Diff(LineDiff {
                         since_version: since,
                         chunks,
-                    })
+                    });
+                    (body, size)
                 }
             }
         },
@@ -239,6 +265,7 @@ pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult,
         path: r.path,
         current_version: current,
         body,
+        tokens: budget::tokens(size as u64),
     })
 }
 
@@ -292,8 +319,23 @@ mod tests {
                 path: path.into(),
                 since_version: since,
                 full_diff: false,
+                offset: None,
+                limit: None,
+                column: None,
             },
         )
+    }
+
+    /// The body of a whole content that fits one answer.
+    fn whole(content: &str, reason: Option<WholeContentReason>) -> ReadBody {
+        ReadBody::Content(WholeContent {
+            content: content.into(),
+            reason,
+            first_line: 1,
+            next_line: None,
+            next_column: None,
+            lines_left: 0,
+        })
     }
 
     fn delete(s: &Memory, path: &str) -> bool {
@@ -332,10 +374,7 @@ mod tests {
         let r = read(&s, "f", Some(1)).unwrap();
         assert_eq!(
             r.body,
-            ReadBody::Content(WholeContent {
-                content: "one".into(),
-                reason: Some(WholeContentReason::VersionTooOld)
-            }),
+            whole("one", Some(WholeContentReason::VersionTooOld)),
             "version 1 of the deleted file must not be diffed against"
         );
     }
@@ -461,10 +500,7 @@ mod tests {
         write(&s, "f", "c\nd").unwrap();
         assert_eq!(
             read(&s, "f", Some(1)).unwrap().body,
-            ReadBody::Content(WholeContent {
-                content: "c\nd".into(),
-                reason: Some(WholeContentReason::DiffNotSmaller)
-            })
+            whole("c\nd", Some(WholeContentReason::DiffNotSmaller))
         );
     }
 
@@ -480,6 +516,9 @@ mod tests {
                 path: "f".into(),
                 since_version: Some(1),
                 full_diff: true,
+                offset: None,
+                limit: None,
+                column: None,
             },
         )
         .unwrap();
@@ -618,10 +657,7 @@ mod tests {
         assert_eq!((r.version, r.bytes), (2, 17));
         assert_eq!(
             read(&s, "f", None).unwrap().body,
-            ReadBody::Content(WholeContent {
-                content: "ALPHA\nBETA\ngamma\n".into(),
-                reason: None
-            })
+            whole("ALPHA\nBETA\ngamma\n", None)
         );
         // A stale base is a conflict; a failing edit names itself; both change nothing.
         assert!(matches!(

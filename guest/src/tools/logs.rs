@@ -3,6 +3,8 @@
 use crate::LogValue;
 use crate::ToolError;
 use crate::api::{AppendLogRequest, AppendLogResult, LogPage, ReadLogRequest};
+use crate::budget;
+use crate::diff::encoded_len;
 use crate::limits::quotas;
 use crate::names::{AgentId, FilePath};
 use crate::ports::Storage;
@@ -52,18 +54,49 @@ pub fn read_log(s: &impl Storage, r: ReadLogRequest) -> Result<LogPage, ToolErro
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     let after = r.since_entry.unwrap_or(0);
-    let page = quotas(&s.limits(&agent)).log_page_size;
+    let q = quotas(&s.limits(&agent));
+    let page = q.log_page_size;
     // One entry more than a page tells whether another page follows.
     let mut entries = s.read_log(&agent, &path, after, page.saturating_add(1))?;
-    let has_more = entries.len() > page as usize;
+    let mut has_more = entries.len() > page as usize;
     entries.truncate(page as usize);
+    // As many entries as fit one answer; always at least one, so the cursor moves.
+    let budget = budget::payload_bytes(q.max_response_tokens);
+    let mut size = 0u64;
+    let fit = entries
+        .iter()
+        .position(|e| {
+            size += ENTRY_FRAME_BYTES + entry_json_len(&e.entry);
+            size > budget
+        })
+        .map_or(entries.len(), |over| over.max(1));
+    if fit < entries.len() {
+        entries.truncate(fit);
+        has_more = true;
+    }
+    let size: u64 = entries
+        .iter()
+        .map(|e| ENTRY_FRAME_BYTES + entry_json_len(&e.entry))
+        .sum();
     let last_entry_id = entries.last().map_or(after, |e| e.id);
     Ok(LogPage {
         path: r.path,
         entries,
         has_more,
         last_entry_id,
+        tokens: budget::tokens(size),
     })
+}
+
+/// An entry's id, time and punctuation in the answer.
+const ENTRY_FRAME_BYTES: u64 = 64;
+
+/// An entry's value as the answer carries it: a string encoded, other JSON as it is.
+fn entry_json_len(entry: &LogValue) -> u64 {
+    match entry {
+        LogValue::Text(text) => encoded_len(text) as u64,
+        LogValue::Json(json) => json.len() as u64,
+    }
 }
 
 #[cfg(test)]

@@ -67,7 +67,12 @@ impl Guest for Hostile {
                 body: api::ReadBody::Content(api::WholeContent {
                     content: stolen,
                     reason: None,
+                    first_line: 1,
+                    next_line: None,
+                    next_column: None,
+                    lines_left: 0,
                 }),
+                tokens: 1,
             });
         }
         tools::read_file(&Imports, r)
