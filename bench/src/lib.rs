@@ -234,4 +234,26 @@ impl Storage for NativePort {
     fn limits(&self, _: &AgentId) -> LimitOverrides {
         NO_OVERRIDES
     }
+    fn search(
+        &self,
+        a: &AgentId,
+        terms: &[String],
+        match_all: bool,
+        prefix: &Prefix,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<guest_storage::SearchMatch>, StorageError> {
+        let found =
+            self.with(|t| t.search(a.as_str(), terms, match_all, prefix.as_str(), limit, offset))?;
+        Ok(found
+            .into_iter()
+            .map(|m| guest_storage::SearchMatch {
+                path: m.path,
+                at: match m.at {
+                    host::MatchRef::File(v) => guest_storage::MatchRef::File(v),
+                    host::MatchRef::LogEntry(id) => guest_storage::MatchRef::LogEntry(id),
+                },
+            })
+            .collect())
+    }
 }

@@ -119,6 +119,34 @@ export class MemoryStorage {
     this.state.summaries.set(`${agent}\0${path}\0${version}\0${model}`, summary);
   }
 
+  /** Current file versions and log entries holding all (or any) of `terms`, most
+   * occurrences first. A real store would use its full-text index (SQLite FTS5, say). */
+  search(agent, terms, matchAll, prefix, limit, offset) {
+    const score = (text) => {
+      const words = (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+      const held = (t) => words.includes(t);
+      if (!(matchAll ? terms.every(held) : terms.some(held))) return undefined;
+      return words.filter((w) => terms.includes(w)).length;
+    };
+    const hits = [];
+    for (const [key, file] of this.state.files) {
+      if (!key.startsWith(`${agent}\0`) || file.versions.size === 0 || !file.path.startsWith(prefix)) continue;
+      const version = [...file.versions.keys()].reduce((a, b) => (a > b ? a : b));
+      const n = score(file.versions.get(version).content);
+      if (n !== undefined) hits.push([n, { path: file.path, at: { tag: 'file', val: version } }]);
+    }
+    for (const [key, log] of this.state.logs) {
+      const path = key.slice(agent.length + 1);
+      if (!key.startsWith(`${agent}\0`) || !path.startsWith(prefix)) continue;
+      for (const e of log) {
+        const n = score(e.entry.val);
+        if (n !== undefined) hits.push([n, { path, at: { tag: 'log-entry', val: e.id } }]);
+      }
+    }
+    hits.sort(([a], [b]) => b - a);
+    return hits.slice(offset, offset + limit).map(([, m]) => m);
+  }
+
   limits() {
     const big = (name) => (this.overrides[name] === undefined ? undefined : BigInt(this.overrides[name]));
     const small = (name) => this.overrides[name];

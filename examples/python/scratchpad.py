@@ -14,11 +14,12 @@ dicts keyed by WIT field names, option none is None, variants and results are
 """
 
 import copy
+import re
 from datetime import datetime, timezone
 
 from wasmtime import Engine, Store, WasiConfig
 from wasmtime.component import (
-    Component, Linker, ListType, OptionType, Record, RecordType, ResultType,
+    Component, Linker, ListType, OptionType, Record, RecordType, ResultType, TupleType,
     Variant, VariantType,
 )
 
@@ -117,6 +118,32 @@ class MemoryStorage:
     def put_summary(self, agent, path, version, model, summary):
         self.summaries[(agent, path, version, model)] = summary
 
+    def search(self, agent, terms, match_all, prefix, limit, offset):
+        """Current file versions and log entries holding all (or any) of `terms`, most
+        occurrences first. A real store would use its full-text index (SQLite FTS5, say)."""
+        def score(text):
+            words = re.findall(r"[^\W_]+", text.lower())
+            held = [t in words for t in terms]
+            if not (all(held) if match_all else any(held)):
+                return None
+            return sum(w in terms for w in words)
+
+        hits = []
+        for (a, path), f in self.files.items():
+            if a == agent and f["versions"] and path.startswith(prefix):
+                version = max(f["versions"])
+                n = score(f["versions"][version][0])
+                if n is not None:
+                    hits.append((n, record(path=path, at=Variant("file", version))))
+        for (a, path), log in self.logs.items():
+            if a == agent and path.startswith(prefix):
+                for entry_id, entry, _ in log:
+                    n = score(entry.payload)
+                    if n is not None:
+                        hits.append((n, record(path=path, at=Variant("log-entry", entry_id))))
+        hits.sort(key=lambda hit: -hit[0])
+        return [m for _, m in hits[offset:offset + limit]]
+
     def get_limits(self, agent):
         names = ["max-files", "max-log-entries", "max-total-bytes", "max-write-bytes",
                  "max-log-entry-bytes", "versions-kept", "log-page-size", "max-response-tokens"]
@@ -156,7 +183,7 @@ class Scratchpad:
             with root.add_instance(f"{PACKAGE}/storage@{VERSION}") as storage_api:
                 for name in ["stat-file", "read-version", "put-version", "prune-versions",
                              "delete-file", "list-files", "append-log", "read-log",
-                             "get-usage", "cached-summary", "put-summary", "limits"]:
+                             "get-usage", "cached-summary", "put-summary", "limits", "search"]:
                     storage_api.add_func(name, self._storage_func(name))
             with root.add_instance(f"{PACKAGE}/summariser@{VERSION}") as model_api:
                 model_api.add_func("model", lambda _store: self.summariser.model())
@@ -249,6 +276,8 @@ def to_json(ty, value):
         return None if value is None else to_json(ty.payload, value)
     if isinstance(ty, ListType):
         return [to_json(ty.element, v) for v in value]
+    if isinstance(ty, TupleType):
+        return [to_json(t, v) for t, v in zip(ty.elements, value)]
     if isinstance(ty, (VariantType, ResultType)):
         cases = cases_of(ty)
         if tagged(cases):

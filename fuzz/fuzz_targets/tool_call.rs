@@ -7,11 +7,12 @@ use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
 use std::sync::OnceLock;
 
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 12] = [
     "write_file",
     "edit_file",
     "read_file",
     "file_history",
+    "search",
     "append_log",
     "read_log",
     "list_files",

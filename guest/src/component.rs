@@ -4,7 +4,7 @@
 // `export!` expands to the canonical-ABI entry points, which are `unsafe extern` functions.
 #![allow(unsafe_code)]
 
-use crate::bindings::scratchpad::mcp::storage::{self, FileState};
+use crate::bindings::scratchpad::mcp::storage::{self, FileState, SearchMatch};
 use crate::bindings::scratchpad::mcp::summariser::{self, SummaryRequest};
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::{Storage, Summariser};
@@ -91,6 +91,17 @@ impl Storage for Imports {
     fn limits(&self, a: &AgentId) -> LimitOverrides {
         storage::limits(a.as_str())
     }
+    fn search(
+        &self,
+        a: &AgentId,
+        terms: &[String],
+        match_all: bool,
+        prefix: &Prefix,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SearchMatch>, StorageError> {
+        storage::search(a.as_str(), terms, match_all, prefix.as_str(), limit, offset)
+    }
 }
 
 impl Summariser for Imports {
@@ -142,6 +153,9 @@ mod export {
             r: api::SummarizeFileRequest,
         ) -> Result<api::SummarizeFileResult, ToolError> {
             tools::summarize_file(&Imports, &Imports, r)
+        }
+        fn search(r: api::SearchRequest) -> Result<api::SearchResult, ToolError> {
+            tools::search(&Imports, r)
         }
         fn get_usage_stats(agent_id: String) -> Result<api::UsageStats, ToolError> {
             tools::get_usage_stats(&Imports, &agent_id)

@@ -4,7 +4,7 @@
 //! they are the imports themselves; in native tests they are in-memory fakes. Every storage
 //! method names the agent: the embedder checks it is the agent of the call.
 
-use crate::bindings::scratchpad::mcp::storage::FileState;
+use crate::bindings::scratchpad::mcp::storage::{FileState, SearchMatch};
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
@@ -80,6 +80,16 @@ pub trait Storage {
     ) -> Result<(), StorageError>;
     /// The limits the embedder sets for the agent, over the defaults.
     fn limits(&self, agent: &AgentId) -> LimitOverrides;
+    /// Current files and log entries holding all (or any) of `terms`, best first.
+    fn search(
+        &self,
+        agent: &AgentId,
+        terms: &[String],
+        match_all: bool,
+        prefix: &Prefix,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SearchMatch>, StorageError>;
 }
 
 /// The model that writes summaries.

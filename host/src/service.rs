@@ -13,8 +13,8 @@ use crate::summariser::SummaryModel;
 use crate::tools::{
     AgentArgs, AppendLogArgs, AppendLogOutput, DeleteFileArgs, DeleteFileOutput, EditFileArgs,
     HistoryOutput, ListFilesArgs, ListFilesOutput, PathArgs, ReadFileArgs, ReadFileOutput,
-    ReadLogArgs, ReadLogOutput, ShapeError, SummarizeFileOutput, ToolName, UsageStatsOutput,
-    WriteFileArgs, WriteFileOutput, decode, log_value, same_path,
+    ReadLogArgs, ReadLogOutput, SearchArgs, SearchOutput, ShapeError, SummarizeFileOutput,
+    ToolName, UsageStatsOutput, WriteFileArgs, WriteFileOutput, decode, log_value, same_path,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -161,6 +161,22 @@ impl Service {
                     &a.agent_id,
                     |g, s| g.call_file_history(s, &a.agent_id, &a.path),
                     |h| HistoryOutput::new(&a.path, h),
+                )
+            }
+            ToolName::Search => {
+                let a: SearchArgs = decode(tool, args)?;
+                let request = api::SearchRequest {
+                    agent_id: a.agent_id.clone(),
+                    query: a.query.clone(),
+                    prefix: a.prefix.clone(),
+                    limit: a.limit,
+                    offset: a.offset,
+                };
+                self.run(
+                    tool,
+                    &a.agent_id,
+                    |g, s| g.call_search(s, &request),
+                    |r| SearchOutput::new(&a, r),
                 )
             }
             ToolName::ReadFile => {

@@ -34,6 +34,8 @@ pub enum ToolName {
     ReadFile,
     /// `file_history`
     FileHistory,
+    /// `search`
+    Search,
     /// `append_log`
     AppendLog,
     /// `read_log`
@@ -63,11 +65,12 @@ pub struct Hints {
 
 impl ToolName {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [ToolName; 10] = [
+    pub const ALL: [ToolName; 11] = [
         ToolName::WriteFile,
         ToolName::EditFile,
         ToolName::ReadFile,
         ToolName::FileHistory,
+        ToolName::Search,
         ToolName::AppendLog,
         ToolName::ReadLog,
         ToolName::ListFiles,
@@ -83,6 +86,7 @@ impl ToolName {
             ToolName::EditFile => "edit_file",
             ToolName::ReadFile => "read_file",
             ToolName::FileHistory => "file_history",
+            ToolName::Search => "search",
             ToolName::AppendLog => "append_log",
             ToolName::ReadLog => "read_log",
             ToolName::ListFiles => "list_files",
@@ -115,6 +119,7 @@ impl ToolName {
             ToolName::SummarizeFile => (true, false, true, true),
             ToolName::ReadFile
             | ToolName::FileHistory
+            | ToolName::Search
             | ToolName::ReadLog
             | ToolName::ListFiles => (true, false, true, false),
             ToolName::GetUsageStats => (true, false, true, false),
@@ -132,6 +137,7 @@ impl ToolName {
         let mut schema = match self {
             ToolName::WriteFile => schema::<WriteFileArgs>(),
             ToolName::EditFile => schema::<EditFileArgs>(),
+            ToolName::Search => schema::<SearchArgs>(),
             ToolName::ReadFile => schema::<ReadFileArgs>(),
             ToolName::AppendLog => schema::<AppendLogArgs>(),
             ToolName::ReadLog => schema::<ReadLogArgs>(),
@@ -164,6 +170,7 @@ impl ToolName {
             ToolName::WriteFile | ToolName::EditFile => schema::<WriteFileOutput>(),
             ToolName::ReadFile => schema::<ReadFileOutput>(),
             ToolName::FileHistory => schema::<HistoryOutput>(),
+            ToolName::Search => schema::<SearchOutput>(),
             ToolName::AppendLog => schema::<AppendLogOutput>(),
             ToolName::ReadLog => schema::<ReadLogOutput>(),
             ToolName::ListFiles => schema::<ListFilesOutput>(),
@@ -318,6 +325,20 @@ impl From<EditArg> for api::Edit {
             }
         }
     }
+}
+
+/// `search` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    pub agent_id: String,
+    pub query: String,
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub limit: Option<u64>,
+    #[serde(default)]
+    pub offset: Option<u64>,
 }
 
 /// `delete_file` arguments.
@@ -741,6 +762,98 @@ impl HistoryOutput {
                     created_at: v.created_at,
                 })
                 .collect(),
+        })
+    }
+}
+
+/// `search` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// Best first.
+    pub hits: Vec<HitOutput>,
+    /// True when no hit held every word: these hold some.
+    pub partial: bool,
+    /// Pass as `offset` for more hits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
+    /// The answer's estimated size in tokens.
+    pub tokens: u64,
+}
+
+/// One hit: a file's current version with its matching lines, or a log entry.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HitOutput {
+    /// The file or log.
+    pub path: String,
+    /// For a file: its current version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// For a file: up to 3 matching lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<Vec<LineOutput>>,
+    /// For a log entry: its id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_id: Option<u64>,
+    /// For a log entry: its text, cut around the first word found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A matching line.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LineOutput {
+    /// 1-based.
+    pub line: u64,
+    /// The line, cut around the first word found.
+    pub text: String,
+}
+
+impl SearchOutput {
+    /// The hits, checked: under the prefix asked for, and no more than asked for.
+    pub fn new(args: &SearchArgs, r: api::SearchResult) -> Result<Self, ShapeError> {
+        let prefix = args.prefix.as_deref().unwrap_or("");
+        if let Some(stray) = r.hits.iter().find(|h| !h.path.starts_with(prefix)) {
+            return Err(ShapeError::Guest(format!(
+                "a hit at {:?} for prefix {prefix:?}",
+                stray.path
+            )));
+        }
+        if r.hits.len() > args.limit.unwrap_or(50) as usize {
+            return Err(ShapeError::Guest(format!("{} hits", r.hits.len())));
+        }
+        let hits = r
+            .hits
+            .into_iter()
+            .map(|h| match h.at {
+                api::HitAt::File((version, lines)) => HitOutput {
+                    path: h.path,
+                    version: Some(version),
+                    lines: Some(
+                        lines
+                            .into_iter()
+                            .map(|l| LineOutput {
+                                line: l.line,
+                                text: l.text,
+                            })
+                            .collect(),
+                    ),
+                    entry_id: None,
+                    text: None,
+                },
+                api::HitAt::LogEntry((id, text)) => HitOutput {
+                    path: h.path,
+                    version: None,
+                    lines: None,
+                    entry_id: Some(id),
+                    text: Some(text),
+                },
+            })
+            .collect();
+        Ok(Self {
+            hits,
+            partial: r.partial,
+            next_offset: r.next_offset,
+            tokens: r.tokens,
         })
     }
 }

@@ -41,15 +41,15 @@ def test_handshake_tools_and_metadata(db, era):
                 assert "agent_id" in c.instructions
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert sorted(tools) == sorted(
-                ["write_file", "edit_file", "read_file", "file_history", "append_log", "read_log",
-                 "list_files", "delete_file", "summarize_file", "get_usage_stats"]
+                ["write_file", "edit_file", "read_file", "file_history", "search", "append_log",
+                 "read_log", "list_files", "delete_file", "summarize_file", "get_usage_stats"]
             )
             for t in tools.values():
                 assert t.description, t.name
                 assert t.output_schema["type"] == "object", t.name
                 assert "agent_id" in t.input_schema["required"], t.name
-            for name in ["read_file", "file_history", "read_log", "list_files", "get_usage_stats",
-                         "summarize_file"]:
+            for name in ["read_file", "file_history", "search", "read_log", "list_files",
+                         "get_usage_stats", "summarize_file"]:
                 assert tools[name].annotations.read_only_hint is True, name
             assert tools["delete_file"].annotations.destructive_hint is True
             assert tools["write_file"].annotations.read_only_hint is False
@@ -251,5 +251,28 @@ def test_edits_conflicts_and_history(db, era):
             assert all(len(v["sha256"]) == 64 for v in history["versions"])
             gone = await s.ok("delete_file", agent_id="a", path="doc.md", expected_version=2)
             assert gone["deleted"] is True
+
+    run(go())
+
+
+def test_search_finds_a_fact_for_far_fewer_bytes_than_reading(db, era):
+    notes = "".join(f"Note {i}: routine progress on task {i}, nothing unusual.\n" for i in range(400))
+    notes = notes.replace("Note 250: routine", "Note 250: the staging database password rotates on Tuesdays;")
+
+    async def go():
+        async with connect(db, era) as s:
+            await s.ok("write_file", agent_id="a", path="notes/log.md", content=notes)
+            await s.ok("write_file", agent_id="b", path="notes/log.md", content="b rotates too")
+            found = await s.ok("search", agent_id="a", query="when does the password rotate")
+            assert found["partial"] is True  # no note holds every word of the question
+            found = await s.ok("search", agent_id="a", query="password rotates")
+            hit = found["hits"][0]
+            assert hit["path"] == "notes/log.md" and hit["lines"][0]["line"] == 251
+            assert "Tuesdays" in hit["lines"][0]["text"]
+            assert len(found["hits"]) == 1  # agent b's note never shows
+            whole = await s.ok("read_file", agent_id="a", path="notes/log.md")
+            searched, read = len(json.dumps(found)), len(json.dumps(whole))
+            print(f"\nfigure: finding a fact: search answers in {searched} bytes, reading the file in {read}")
+            assert searched * 20 < read
 
     run(go())

@@ -87,7 +87,7 @@ fn to_json(v: &Val) -> Value {
         Val::U32(n) => json!(n),
         Val::U64(n) => json!(n),
         Val::String(s) => json!(s),
-        Val::List(items) => Value::Array(items.iter().map(to_json).collect()),
+        Val::List(items) | Val::Tuple(items) => Value::Array(items.iter().map(to_json).collect()),
         Val::Option(o) => o.as_deref().map_or(Value::Null, to_json),
         Val::Record(fields) => Value::Object(
             fields

@@ -81,6 +81,10 @@ fn tools_with(agent: &str, path: &str) -> Vec<(&'static str, Value)> {
                     "edits": [{ "old": "secret", "new": "pwned" }] }),
         ),
         ("file_history", json!({ "agent_id": agent, "path": path })),
+        (
+            "search",
+            json!({ "agent_id": agent, "query": "secret", "prefix": path }),
+        ),
         ("delete_file", json!({ "agent_id": agent, "path": path })),
         ("summarize_file", json!({ "agent_id": agent, "path": path })),
         ("list_files", json!({ "agent_id": agent, "prefix": path })),

@@ -12,6 +12,7 @@ mod isolation;
 mod logs;
 mod ops;
 mod sandbox;
+mod search;
 mod standin;
 mod storage;
 mod summaries;

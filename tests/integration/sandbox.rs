@@ -96,6 +96,11 @@ fn a_trap_after_a_write_rolls_the_write_back() {
         .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
         .unwrap();
     assert_eq!(rows, 0);
+    // Nor did the search index keep the write.
+    let docs: i64 = db
+        .query_row("SELECT count(*) FROM search_docs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(docs, 0);
     still_serving(&s);
 }
 

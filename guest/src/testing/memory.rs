@@ -1,11 +1,12 @@
 //! In-memory ports for tests and fuzz targets: a store that keeps its counters the way the host's
 //! SQLite store does, and a scripted model that counts its requests.
 
-use crate::bindings::scratchpad::mcp::storage::{FileState, VersionInfo};
+use crate::bindings::scratchpad::mcp::storage::{FileState, MatchRef, SearchMatch, VersionInfo};
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
 use crate::limits::NO_OVERRIDES;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::{Storage, Summariser};
+use crate::tools::search::{entry_text, words};
 use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -294,6 +295,66 @@ impl Storage for Memory {
 
     fn limits(&self, _: &AgentId) -> LimitOverrides {
         self.limits.unwrap_or(NO_OVERRIDES)
+    }
+
+    /// Ranks by how often the terms occur, then by path and id: not BM25, but a ranking.
+    fn search(
+        &self,
+        a: &AgentId,
+        terms: &[String],
+        match_all: bool,
+        prefix: &Prefix,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SearchMatch>, StorageError> {
+        let data = self.touch();
+        let score = |text: &str| -> Option<usize> {
+            let found: Vec<String> = words(text).map(|(_, w)| w).collect();
+            let held = |t: &String| found.contains(t);
+            let matched = if match_all {
+                terms.iter().all(held)
+            } else {
+                terms.iter().any(held)
+            };
+            matched.then(|| found.iter().filter(|w| terms.contains(w)).count())
+        };
+        let mine =
+            |agent: &str, path: &str| agent == a.as_str() && path.starts_with(prefix.as_str());
+        let mut hits: Vec<(usize, SearchMatch)> = Vec::new();
+        for ((agent, path), file) in &data.files {
+            if let Some((&version, content)) = file.versions.last_key_value()
+                && mine(agent, path)
+                && let Some(n) = score(content)
+            {
+                hits.push((
+                    n,
+                    SearchMatch {
+                        path: path.clone(),
+                        at: MatchRef::File(version),
+                    },
+                ));
+            }
+        }
+        for ((agent, path), log) in &data.logs {
+            for e in log.iter().filter(|_| mine(agent, path)) {
+                if let Some(n) = score(entry_text(&e.entry)) {
+                    hits.push((
+                        n,
+                        SearchMatch {
+                            path: path.clone(),
+                            at: MatchRef::LogEntry(e.id),
+                        },
+                    ));
+                }
+            }
+        }
+        hits.sort_by(|(x, _), (y, _)| y.cmp(x));
+        Ok(hits
+            .into_iter()
+            .skip(offset as usize)
+            .take(limit as usize)
+            .map(|(_, m)| m)
+            .collect())
     }
 }
 

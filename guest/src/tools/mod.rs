@@ -4,11 +4,13 @@
 mod edit;
 mod files;
 mod logs;
+pub mod search;
 mod summary;
 mod usage;
 
 pub use files::{delete_file, edit_file, file_history, list_files, read_file, write_file};
 pub use logs::{append_log, read_log};
+pub use search::search;
 pub use summary::summarize_file;
 pub use usage::get_usage_stats;
 

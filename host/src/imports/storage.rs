@@ -4,7 +4,7 @@
 use super::CallState;
 use crate::bindings::scratchpad::mcp::storage::Host;
 use crate::bindings::{
-    FileMeta, FileState, LimitOverrides, LogEntry, LogValue, StorageError, Usage,
+    FileMeta, FileState, LimitOverrides, LogEntry, LogValue, SearchMatch, StorageError, Usage,
 };
 use crate::storage::{StoreError, Txn};
 
@@ -123,6 +123,20 @@ impl Host for CallState {
     ) -> Result<(), StorageError> {
         self.storage(&agent, |t| {
             t.put_summary(&agent, &path, version, &model, &summary)
+        })
+    }
+
+    fn search(
+        &mut self,
+        agent: String,
+        terms: Vec<String>,
+        match_all: bool,
+        prefix: String,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SearchMatch>, StorageError> {
+        self.storage(&agent, |t| {
+            t.search(&agent, &terms, match_all, &prefix, limit, offset)
         })
     }
 

@@ -16,7 +16,7 @@ pub mod admin {
     pub use super::sqlite::{Line, export, now, replace_store, stats, vacuum_into, verify};
 }
 
-use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, StorageError, Usage};
+use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, SearchMatch, StorageError, Usage};
 
 /// What a tool call may do to the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +136,16 @@ pub trait Txn: Send {
         model: &str,
         summary: &str,
     ) -> Result<(), StoreError>;
+    /// See `search` in the WIT.
+    fn search(
+        &mut self,
+        agent: &str,
+        terms: &[String],
+        match_all: bool,
+        prefix: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SearchMatch>, StoreError>;
     /// Makes the call's changes durable and counts one operation for `agent`.
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError>;
 }

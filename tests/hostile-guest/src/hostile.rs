@@ -117,6 +117,10 @@ impl Guest for Hostile {
         tools::summarize_file(&Imports, &Imports, r)
     }
 
+    fn search(r: api::SearchRequest) -> Result<api::SearchResult, ToolError> {
+        tools::search(&Imports, r)
+    }
+
     fn get_usage_stats(agent_id: String) -> Result<api::UsageStats, ToolError> {
         tools::get_usage_stats(&Imports, &agent_id)
     }

@@ -4,8 +4,9 @@
 //! keep writing. It checks what SQLite checks (`integrity_check`, `foreign_key_check`) and then
 //! the invariants the tools rely on, each as one query over the whole store: every file's
 //! current version is its newest kept one and no kept version is above its last number;
-//! recorded sizes equal the bytes stored; no summary outlives its version; and each agent's
-//! counters equal what its rows add up to (the counters are what quotas are enforced on).
+//! recorded sizes equal the bytes stored; no summary outlives its version; the search index
+//! holds exactly the current versions and the log entries; and each agent's counters equal
+//! what its rows add up to (the counters are what quotas are enforced on).
 
 use super::{SCHEMA_VERSION, map_err};
 use crate::storage::StoreError;
@@ -142,6 +143,33 @@ const CHECKS: &[(&str, &str)] = &[
         "a log entry whose recorded size is not its body's",
         "SELECT agent_id || ' ' || path || ' #' || id
          FROM log_entries WHERE bytes != length(CAST(body AS BLOB))",
+    ),
+    (
+        "a current file version missing from the search index",
+        "SELECT f.agent_id || ' ' || f.path || ' v' || f.current_version
+         FROM files f
+         WHERE f.current_version IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM search_docs d WHERE d.agent_id = f.agent_id AND d.path = f.path
+                AND d.is_log = 0 AND d.ref = f.current_version)",
+    ),
+    (
+        "a log entry missing from the search index",
+        "SELECT e.agent_id || ' ' || e.path || ' #' || e.id
+         FROM log_entries e
+         WHERE NOT EXISTS (
+             SELECT 1 FROM search_docs d WHERE d.agent_id = e.agent_id AND d.path = e.path
+                AND d.is_log = 1 AND d.ref = e.id)",
+    ),
+    (
+        "a search document for something no longer there",
+        "SELECT d.agent_id || ' ' || d.path || CASE d.is_log WHEN 1 THEN ' #' ELSE ' v' END || d.ref
+         FROM search_docs d
+         WHERE (d.is_log = 0 AND NOT EXISTS (
+                    SELECT 1 FROM files f WHERE f.agent_id = d.agent_id AND f.path = d.path
+                       AND f.current_version = d.ref))
+            OR (d.is_log = 1 AND NOT EXISTS (
+                    SELECT 1 FROM log_entries e WHERE e.agent_id = d.agent_id AND e.path = d.path
+                       AND e.id = d.ref))",
     ),
     (
         "an agent whose counters are not what its rows add up to",

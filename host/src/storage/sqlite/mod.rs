@@ -18,6 +18,7 @@
 
 mod backup;
 mod check;
+mod index;
 mod transfer;
 
 pub use backup::{LockError, StoreLock, now, replace_store, vacuum_into};
@@ -37,7 +38,7 @@ pub fn export(
 }
 
 use super::{Backend, Mode, StoreError, Txn};
-use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, Usage, VersionInfo};
+use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, SearchMatch, Usage, VersionInfo};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,7 +54,8 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const POOL_SIZE: usize = 8;
 
 /// The schema version this code writes; a newer file is refused rather than misread.
-const SCHEMA_VERSION: i64 = 1;
+/// 2 added the search index.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agents (
@@ -202,8 +204,12 @@ fn give_back(pool: &Mutex<Vec<Connection>>, conn: Connection) {
     }
 }
 
+/// Brings the store to [`SCHEMA_VERSION`] under the write lock, so two processes starting
+/// together upgrade it once; a store from before the search index gets one built.
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
-    let found: i64 = conn
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
+        .map_err(map_err)?;
+    let found: i64 = tx
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(map_err)?;
     if found > SCHEMA_VERSION {
@@ -211,10 +217,17 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             "the store has schema version {found}, newer than this build's {SCHEMA_VERSION}; upgrade scratchpad-mcp"
         )));
     }
-    conn.execute_batch(&format!(
-        "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-    ))
-    .map_err(map_err)
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    tx.execute_batch(&format!("{SCHEMA} {}", index::SCHEMA))
+        .map_err(map_err)?;
+    if found == 1 {
+        index::rebuild(&tx, None)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(map_err)?;
+    tx.commit().map_err(map_err)
 }
 
 /// SQLite's errors as the store's: by code, never by SQL text.
@@ -434,6 +447,8 @@ impl Txn for SqliteTxn {
         ))
         .and_then(|mut s| s.execute(params![id, v, bytes, content]))
         .map_err(map_err)?;
+        index::remove_file(conn, agent, path)?;
+        index::add(conn, agent, path, false, version, content)?;
         self.bump(agent, bytes, i64::from(!existed), 0, 0)
     }
 
@@ -492,6 +507,7 @@ impl Txn for SqliteTxn {
                 .and_then(|mut s| s.execute([id]))
                 .map_err(map_err)?;
         }
+        index::remove_file(conn, agent, path)?;
         self.bump(agent, -freed, -1, 0, 0)?;
         Ok(true)
     }
@@ -548,6 +564,7 @@ impl Txn for SqliteTxn {
             ))
             .and_then(|mut s| s.query_row(params![agent, path, is_text, body, bytes], |r| r.get(0)))
             .map_err(map_err)?;
+        index::add(self.conn(), agent, path, true, to_u64(id), body)?;
         self.bump(agent, bytes, 0, 1, 0)?;
         Ok(to_u64(id))
     }
@@ -633,6 +650,18 @@ impl Txn for SqliteTxn {
                 .optional()
             })
             .map_err(map_err)
+    }
+
+    fn search(
+        &mut self,
+        agent: &str,
+        terms: &[String],
+        match_all: bool,
+        prefix: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SearchMatch>, StoreError> {
+        index::search(self.conn(), agent, terms, match_all, prefix, limit, offset)
     }
 
     fn put_summary(

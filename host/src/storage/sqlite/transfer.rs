@@ -8,9 +8,11 @@
 //! Exporting, importing into an empty store and exporting again gives the same bytes.
 //!
 //! An import is one write transaction: it lands whole or not at all. Usage counters are then
-//! set from the imported rows with the same query `verify` checks them with.
+//! set from the imported rows with the same query `verify` checks them with, and the
+//! agent's search index is built from them (it is derived data, so it is not exported).
 
 use super::check::COUNTED;
+use super::index;
 use super::{map_err, to_i64, to_u64};
 use crate::storage::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -514,6 +516,7 @@ pub fn import(
         ] {
             tx.execute(sql, [&agent]).map_err(map_err)?;
         }
+        index::remove_agent(&tx, &agent)?;
     }
     let mut importer = Importer {
         tx: &tx,
@@ -541,6 +544,7 @@ pub fn import(
         }
     }
     importer.close_file()?;
+    index::rebuild(&tx, Some(&agent))?;
     let tally = importer.tally;
     let Some(Line::End {
         files,

@@ -1,0 +1,161 @@
+//! `search` through the whole host: BM25 ranking over a fixed corpus, lines with numbers,
+//! isolation between agents, paging, and an index that follows every write, edit, delete
+//! and rollback (checked by `verify`, which compares the index with the rows).
+
+use crate::common::Scratch;
+use scratchpad_mcp::storage::admin;
+use serde_json::{Value, json};
+
+fn search(s: &Scratch, agent: &str, query: &str) -> Value {
+    s.ok("search", json!({ "agent_id": agent, "query": query }))
+}
+
+fn paths(found: &Value) -> Vec<String> {
+    found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A small corpus where one document is plainly the best answer to each query.
+fn corpus(s: &Scratch) {
+    let filler: String = (0..40)
+        .map(|i| format!("Line {i} of general notes.\n"))
+        .collect();
+    s.write(
+        "a",
+        "deploy.md",
+        "# Deploy\nThe deploy key rotates every Friday.\nDeploy with `make deploy`.\n",
+    );
+    s.write(
+        "a",
+        "notes/meeting.md",
+        &format!("{filler}Someone said deploy once.\n"),
+    );
+    s.write("a", "notes/lunch.md", "Tacos on Friday.\n");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "runs.log", "entry": "deploy failed: key expired" }),
+    );
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "runs.log", "entry": { "step": "deploy", "ok": true } }),
+    );
+    s.write(
+        "b",
+        "deploy.md",
+        "Agent b's deploy notes: the key is in the vault.\n",
+    );
+}
+
+#[test]
+fn the_obvious_best_match_comes_first_with_its_line_numbers() {
+    let s = Scratch::new();
+    corpus(&s);
+    let found = search(&s, "a", "deploy key");
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits[0]["path"], "deploy.md", "{found}");
+    assert_eq!(hits[0]["version"], 1);
+    assert_eq!(
+        hits[0]["lines"],
+        json!([
+            { "line": 1, "text": "# Deploy" },
+            { "line": 2, "text": "The deploy key rotates every Friday." },
+            { "line": 3, "text": "Deploy with `make deploy`." }
+        ])
+    );
+    assert!(paths(&found).contains(&"runs.log".to_owned()));
+    let entry = hits.iter().find(|h| h["path"] == "runs.log").unwrap();
+    assert_eq!(
+        (entry["entry_id"].clone(), entry["text"].clone()),
+        (json!(1), json!("deploy failed: key expired"))
+    );
+    assert_eq!(found["partial"], false);
+    // Agent b's file holds both words too, and never shows.
+    assert!(!found.to_string().contains("vault"));
+    assert_eq!(paths(&search(&s, "b", "deploy key")), vec!["deploy.md"]);
+    assert!(
+        search(&s, "b", "tacos")["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn no_document_with_every_word_falls_back_to_any_word_and_says_so() {
+    let s = Scratch::new();
+    corpus(&s);
+    let found = search(&s, "a", "tacos vault");
+    assert_eq!(found["partial"], true);
+    assert_eq!(paths(&found), vec!["notes/lunch.md"]);
+    // JSON entries are searchable by their values; prefixes narrow; paging continues.
+    assert_eq!(
+        paths(&s.ok(
+            "search",
+            json!({ "agent_id": "a", "query": "step", "prefix": "runs" })
+        )),
+        vec!["runs.log"]
+    );
+    let first = s.ok(
+        "search",
+        json!({ "agent_id": "a", "query": "deploy", "limit": 2 }),
+    );
+    assert_eq!(first["hits"].as_array().unwrap().len(), 2);
+    let rest = s.ok(
+        "search",
+        json!({ "agent_id": "a", "query": "deploy", "offset": first["next_offset"] }),
+    );
+    let mut all = paths(&first);
+    all.extend(paths(&rest));
+    assert_eq!(all.len(), 4, "{all:?}");
+    assert!(rest.get("next_offset").is_none());
+}
+
+#[test]
+fn the_index_follows_writes_edits_deletes_and_restarts() {
+    let mut s = Scratch::new();
+    s.write("a", "f.md", "alpha beta\n");
+    s.ok(
+        "edit_file",
+        json!({ "agent_id": "a", "path": "f.md", "base_version": 1,
+                              "edits": [{ "old": "beta", "new": "gamma" }] }),
+    );
+    assert!(
+        search(&s, "a", "beta")["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(search(&s, "a", "gamma")["hits"][0]["version"], 2);
+    s.ok("delete_file", json!({ "agent_id": "a", "path": "f.md" }));
+    assert!(
+        search(&s, "a", "alpha")["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    s.write("a", "f.md", "alpha again\n");
+    s.restart();
+    assert_eq!(search(&s, "a", "alpha")["hits"][0]["version"], 3);
+    let v = admin::verify(&s.db()).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+    let e = s.err("search", json!({ "agent_id": "a", "query": "  ...  " }));
+    assert!(e.starts_with("query must hold at least one word"), "{e}");
+}
+
+#[test]
+fn a_store_from_before_the_index_gets_one_built_on_open() {
+    let mut s = Scratch::new();
+    corpus(&s);
+    s.stop();
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    db.execute_batch("DROP TABLE search_index; DROP TABLE search_docs; PRAGMA user_version = 1;")
+        .unwrap();
+    drop(db);
+    s.restart();
+    assert_eq!(paths(&search(&s, "a", "deploy key"))[0], "deploy.md");
+    assert!(admin::verify(&s.db()).unwrap().ok());
+}
