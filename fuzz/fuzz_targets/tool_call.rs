@@ -7,7 +7,8 @@ use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
 use std::sync::OnceLock;
 
-const TOOLS: [&str; 12] = [
+const TOOLS: [&str; 13] = [
+    "read_files",
     "write_file",
     "edit_file",
     "read_file",

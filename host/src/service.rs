@@ -13,8 +13,9 @@ use crate::summariser::SummaryModel;
 use crate::tools::{
     AgentArgs, AppendLogArgs, AppendLogOutput, DeleteFileArgs, DeleteFileOutput, EditFileArgs,
     HistoryOutput, ListFilesArgs, ListFilesOutput, PathArgs, ReadFileArgs, ReadFileOutput,
-    ReadLogArgs, ReadLogOutput, SearchArgs, SearchOutput, ShapeError, SummarizeFileOutput,
-    ToolName, UsageStatsOutput, WriteFileArgs, WriteFileOutput, decode, log_value, same_path,
+    ReadFilesArgs, ReadFilesOutput, ReadLogArgs, ReadLogOutput, SearchArgs, SearchOutput,
+    ShapeError, SummarizeFileOutput, ToolName, UsageStatsOutput, WriteFileArgs, WriteFileOutput,
+    decode, log_value, same_path,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -161,6 +162,21 @@ impl Service {
                     &a.agent_id,
                     |g, s| g.call_file_history(s, &a.agent_id, &a.path),
                     |h| HistoryOutput::new(&a.path, h),
+                )
+            }
+            ToolName::ReadFiles => {
+                let a: ReadFilesArgs = decode(tool, args)?;
+                let request = api::ReadFilesRequest {
+                    agent_id: a.agent_id.clone(),
+                    paths: a.paths.clone(),
+                    prefix: a.prefix.clone(),
+                    max_tokens: a.max_tokens,
+                };
+                self.run(
+                    tool,
+                    &a.agent_id,
+                    |g, s| g.call_read_files(s, &request),
+                    |r| ReadFilesOutput::new(&a, r),
                 )
             }
             ToolName::Search => {

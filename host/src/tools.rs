@@ -34,6 +34,8 @@ pub enum ToolName {
     ReadFile,
     /// `file_history`
     FileHistory,
+    /// `read_files`
+    ReadFiles,
     /// `search`
     Search,
     /// `append_log`
@@ -65,10 +67,11 @@ pub struct Hints {
 
 impl ToolName {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [ToolName; 11] = [
+    pub const ALL: [ToolName; 12] = [
         ToolName::WriteFile,
         ToolName::EditFile,
         ToolName::ReadFile,
+        ToolName::ReadFiles,
         ToolName::FileHistory,
         ToolName::Search,
         ToolName::AppendLog,
@@ -87,6 +90,7 @@ impl ToolName {
             ToolName::ReadFile => "read_file",
             ToolName::FileHistory => "file_history",
             ToolName::Search => "search",
+            ToolName::ReadFiles => "read_files",
             ToolName::AppendLog => "append_log",
             ToolName::ReadLog => "read_log",
             ToolName::ListFiles => "list_files",
@@ -119,6 +123,7 @@ impl ToolName {
             ToolName::SummarizeFile => (true, false, true, true),
             ToolName::ReadFile
             | ToolName::FileHistory
+            | ToolName::ReadFiles
             | ToolName::Search
             | ToolName::ReadLog
             | ToolName::ListFiles => (true, false, true, false),
@@ -138,6 +143,7 @@ impl ToolName {
             ToolName::WriteFile => schema::<WriteFileArgs>(),
             ToolName::EditFile => schema::<EditFileArgs>(),
             ToolName::Search => schema::<SearchArgs>(),
+            ToolName::ReadFiles => schema::<ReadFilesArgs>(),
             ToolName::ReadFile => schema::<ReadFileArgs>(),
             ToolName::AppendLog => schema::<AppendLogArgs>(),
             ToolName::ReadLog => schema::<ReadLogArgs>(),
@@ -171,6 +177,7 @@ impl ToolName {
             ToolName::ReadFile => schema::<ReadFileOutput>(),
             ToolName::FileHistory => schema::<HistoryOutput>(),
             ToolName::Search => schema::<SearchOutput>(),
+            ToolName::ReadFiles => schema::<ReadFilesOutput>(),
             ToolName::AppendLog => schema::<AppendLogOutput>(),
             ToolName::ReadLog => schema::<ReadLogOutput>(),
             ToolName::ListFiles => schema::<ListFilesOutput>(),
@@ -325,6 +332,19 @@ impl From<EditArg> for api::Edit {
             }
         }
     }
+}
+
+/// `read_files` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFilesArgs {
+    pub agent_id: String,
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 /// `search` arguments.
@@ -762,6 +782,80 @@ impl HistoryOutput {
                     created_at: v.created_at,
                 })
                 .collect(),
+        })
+    }
+}
+
+/// `read_files` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadFilesOutput {
+    /// Whole files, in the order asked.
+    pub files: Vec<FileContentOutput>,
+    /// Files that did not fit, with their sizes in tokens.
+    pub left_out: Vec<LeftOutOutput>,
+    /// Paths asked for that do not exist.
+    pub missing: Vec<String>,
+    /// The answer's estimated size in tokens.
+    pub tokens: u64,
+}
+
+/// A file read whole.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileContentOutput {
+    /// Its path.
+    pub path: String,
+    /// Its current version.
+    pub version: u64,
+    /// Its content.
+    pub content: String,
+}
+
+/// A file that did not fit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LeftOutOutput {
+    /// Its path.
+    pub path: String,
+    /// Its size in estimated tokens.
+    pub tokens: u64,
+}
+
+impl ReadFilesOutput {
+    /// The files, checked: only paths asked for (or under the prefix asked for).
+    pub fn new(args: &ReadFilesArgs, r: api::ReadFilesResult) -> Result<Self, ShapeError> {
+        let asked = |path: &str| match (&args.paths, &args.prefix) {
+            (Some(paths), _) => paths.iter().any(|p| p == path),
+            (None, prefix) => path.starts_with(prefix.as_deref().unwrap_or("")),
+        };
+        let named = r
+            .files
+            .iter()
+            .map(|f| &f.path)
+            .chain(r.left_out.iter().map(|l| &l.path));
+        if let Some(stray) = named.chain(&r.missing).find(|p| !asked(p)) {
+            return Err(ShapeError::Guest(format!(
+                "answered about {stray:?}, not asked for"
+            )));
+        }
+        Ok(Self {
+            files: r
+                .files
+                .into_iter()
+                .map(|f| FileContentOutput {
+                    path: f.path,
+                    version: f.version,
+                    content: f.content,
+                })
+                .collect(),
+            left_out: r
+                .left_out
+                .into_iter()
+                .map(|l| LeftOutOutput {
+                    path: l.path,
+                    tokens: l.tokens,
+                })
+                .collect(),
+            missing: r.missing,
+            tokens: r.tokens,
         })
     }
 }

@@ -41,15 +41,16 @@ def test_handshake_tools_and_metadata(db, era):
                 assert "agent_id" in c.instructions
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert sorted(tools) == sorted(
-                ["write_file", "edit_file", "read_file", "file_history", "search", "append_log",
-                 "read_log", "list_files", "delete_file", "summarize_file", "get_usage_stats"]
+                ["write_file", "edit_file", "read_file", "read_files", "file_history", "search",
+                 "append_log", "read_log", "list_files", "delete_file", "summarize_file",
+                 "get_usage_stats"]
             )
             for t in tools.values():
                 assert t.description, t.name
                 assert t.output_schema["type"] == "object", t.name
                 assert "agent_id" in t.input_schema["required"], t.name
-            for name in ["read_file", "file_history", "search", "read_log", "list_files",
-                         "get_usage_stats", "summarize_file"]:
+            for name in ["read_file", "read_files", "file_history", "search", "read_log",
+                         "list_files", "get_usage_stats", "summarize_file"]:
                 assert tools[name].annotations.read_only_hint is True, name
             assert tools["delete_file"].annotations.destructive_hint is True
             assert tools["write_file"].annotations.read_only_hint is False

@@ -572,3 +572,31 @@ fn a_file_too_long_for_one_answer_comes_in_parts_that_rebuild_it() {
         (json!(5), json!(14_996))
     );
 }
+
+#[test]
+fn read_files_warms_up_a_session_within_its_budget() {
+    let s = Scratch::new();
+    s.write("a", "ctx/plan.md", "the plan");
+    s.write("a", "ctx/big.md", &numbered(2_000));
+    s.write("a", "ctx/todo.md", "- ship");
+    s.write("b", "ctx/secret.md", "b's");
+    let r = s.ok("read_files", json!({ "agent_id": "a", "prefix": "ctx/", "max_tokens": 5_000 }));
+    assert_eq!(
+        r["files"],
+        json!([
+            { "path": "ctx/plan.md", "version": 1, "content": "the plan" },
+            { "path": "ctx/todo.md", "version": 1, "content": "- ship" }
+        ])
+    );
+    assert_eq!(r["left_out"][0]["path"], "ctx/big.md");
+    assert!(r["left_out"][0]["tokens"].as_u64().unwrap() > 5_000);
+    assert!(r["tokens"].as_u64().unwrap() <= 5_000);
+    let named = s.ok(
+        "read_files",
+        json!({ "agent_id": "a", "paths": ["ctx/todo.md", "ctx/secret.md"] }),
+    );
+    assert_eq!(named["files"][0]["path"], "ctx/todo.md");
+    assert_eq!(named["missing"], json!(["ctx/secret.md"]), "agent b's file is not a's");
+    let e = s.err("read_files", json!({ "agent_id": "a", "max_tokens": 20_001 }));
+    assert_eq!(e, "max_tokens must be 1 to 20000, one answer's worth (got 20001)");
+}

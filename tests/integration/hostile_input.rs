@@ -82,6 +82,10 @@ fn tools_with(agent: &str, path: &str) -> Vec<(&'static str, Value)> {
         ),
         ("file_history", json!({ "agent_id": agent, "path": path })),
         (
+            "read_files",
+            json!({ "agent_id": agent, "paths": [path, "secret"] }),
+        ),
+        (
             "search",
             json!({ "agent_id": agent, "query": "secret", "prefix": path }),
         ),
@@ -117,12 +121,9 @@ fn every_hostile_input_is_refused_by_its_rule_and_nothing_escapes() {
     };
     for path in PATHS {
         for (tool, args) in tools_with("mallory", path) {
-            let rule = if tool == "list_files" {
-                "prefix"
-            } else {
-                "path"
-            };
-            if tool == "get_usage_stats" || (tool == "list_files" && path.is_empty()) {
+            let takes_prefix = tool == "list_files" || tool == "search";
+            let rule = if takes_prefix { "prefix" } else { "path" };
+            if tool == "get_usage_stats" || (takes_prefix && path.is_empty()) {
                 continue; // no path to break a rule with
             }
             check(tool, args, rule);

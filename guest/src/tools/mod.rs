@@ -1,6 +1,7 @@
 //! The tools, one function each, grouped by what they own. Each parses its arguments
 //! first (a rejected call touches nothing), then works through the ports.
 
+mod context;
 mod edit;
 mod files;
 mod logs;
@@ -8,6 +9,7 @@ pub mod search;
 mod summary;
 mod usage;
 
+pub use context::read_files;
 pub use files::{delete_file, edit_file, file_history, list_files, read_file, write_file};
 pub use logs::{append_log, read_log};
 pub use search::search;

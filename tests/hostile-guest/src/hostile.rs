@@ -117,6 +117,10 @@ impl Guest for Hostile {
         tools::summarize_file(&Imports, &Imports, r)
     }
 
+    fn read_files(r: api::ReadFilesRequest) -> Result<api::ReadFilesResult, ToolError> {
+        tools::read_files(&Imports, r)
+    }
+
     fn search(r: api::SearchRequest) -> Result<api::SearchResult, ToolError> {
         tools::search(&Imports, r)
     }
