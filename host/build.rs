@@ -56,7 +56,7 @@ fn write_tool_docs(wit: &Path, out: &Path) {
         {
             for field in &record.fields {
                 if let Some(doc) = &field.docs.contents {
-                    fields.push((field.name.replace('-', "_"), one_line(doc)));
+                    fields.push((field.name.replace('-', "_"), first_sentence(doc)));
                 }
             }
         }
@@ -76,6 +76,31 @@ fn write_tool_docs(wit: &Path, out: &Path) {
     fs::write(out, code).expect("write tool_docs.rs");
 }
 
+/// A doc comment on one line, with WIT names (`since-version`) as MCP spells them
+/// (`since_version`).
 fn one_line(doc: &str) -> String {
-    doc.split_whitespace().collect::<Vec<_>>().join(" ")
+    let text = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in text.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        // Odd parts are inside backticks: names.
+        if i % 2 == 1 {
+            out.push_str(&part.replace('-', "_"));
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// An argument's description for MCP: its doc comment's first sentence. The rest stays in
+/// the WIT for embedders; every word here is paid for in each session's `tools/list`.
+fn first_sentence(doc: &str) -> String {
+    let line = one_line(doc);
+    match line.find(". ") {
+        Some(end) => line[..=end].to_owned(),
+        None => line,
+    }
 }

@@ -17,11 +17,15 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use std::sync::Arc;
 
 /// What a client's model reads first about this server.
-const INSTRUCTIONS: &str = "Persistent, token-efficient storage for agents. Pick one agent_id and use it in every call: you see only your own data. \
-Store working documents with write_file (each change makes a version; the newest 10 are kept). \
+const INSTRUCTIONS: &str = "Persistent, token-efficient storage for agents. Pick one agent_id ([a-zA-Z0-9_-], up to 128 characters) and use it in every call: you see only your own data. \
+Paths are relative, [a-zA-Z0-9/_.-], up to 255 characters, without '..'. \
+Store working documents with write_file (each change makes a version). Change part of one with edit_file instead of resending it. \
 When you come back to a file, call read_file with since_version set to the version you last saw: you get a compact line diff (op equal/remove/add, and skip for unchanged runs left out) instead of the whole file. \
-Record what you did with append_log and replay it with read_log, 100 entries a page, passing last_entry_id back as since_entry. \
-summarize_file gives a cached summary of a long file. list_files and get_usage_stats show what you hold and your quotas.";
+Long files come in parts: pass next_line back as offset. read_files reads many files in one call within a token budget. \
+search finds words in your files and logs and shows the matching lines with their numbers: cheaper than reading to find a fact. \
+Record what you did with append_log and replay it with read_log, passing last_entry_id back as since_entry. \
+Pass expected_version to write_file or delete_file to make sure nobody changed the file since you read it. \
+summarize_file gives a cached summary of a long file. list_files, file_history and get_usage_stats show what you hold.";
 
 /// The MCP face of a [`Service`].
 #[derive(Clone)]
@@ -47,18 +51,29 @@ impl McpServer {
     }
 }
 
+/// A tool as `tools/list` shows it. Results are `structuredContent` without a declared
+/// `outputSchema`: their shapes are documented, and the schemas would cost every session
+/// about 1,400 tokens of context. Annotations say what differs from MCP's defaults (which
+/// assume a tool may write, destroy and reach the outside world), and whether a writing
+/// tool destroys.
 fn describe(tool: ToolName) -> Tool {
     let (description, _) = tool.docs();
     let hints = tool.hints();
+    let mut annotations = ToolAnnotations::new();
+    if hints.read_only {
+        annotations = annotations.read_only(true);
+    } else {
+        // Said either way: a client asks before a destructive call by it.
+        annotations = annotations.destructive(hints.destructive);
+        if hints.idempotent {
+            annotations = annotations.idempotent(true);
+        }
+    }
+    if !hints.open_world {
+        annotations = annotations.open_world(false);
+    }
     Tool::new(tool.as_str(), description, Arc::new(tool.input_schema()))
-        .with_raw_output_schema(Arc::new(tool.output_schema()))
-        .with_annotations(
-            ToolAnnotations::new()
-                .read_only(hints.read_only)
-                .destructive(hints.destructive)
-                .idempotent(hints.idempotent)
-                .open_world(hints.open_world),
-        )
+        .with_annotations(annotations)
 }
 
 impl ServerHandler for McpServer {
@@ -97,5 +112,23 @@ impl ServerHandler for McpServer {
             }
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every session pays for `tools/list` in its context before the first call.
+    #[test]
+    fn the_tool_list_stays_under_2000_estimated_tokens() {
+        let tools: Vec<Tool> = ToolName::ALL.into_iter().map(describe).collect();
+        let listing = serde_json::to_string(&ListToolsResult::with_all_items(tools)).unwrap();
+        let tokens = listing.len() / 4;
+        assert!(
+            tokens < 2_000,
+            "tools/list is {} bytes, about {tokens} tokens",
+            listing.len()
+        );
     }
 }

@@ -167,41 +167,40 @@ impl ToolName {
         }
         schema
     }
-
-    /// The JSON Schema of its result, without descriptions: clients validate against it, and
-    /// the model reads the result itself, so the words would only cost tokens on every
-    /// `tools/list`.
-    pub fn output_schema(self) -> Map<String, Value> {
-        let mut schema = match self {
-            ToolName::WriteFile | ToolName::EditFile => schema::<WriteFileOutput>(),
-            ToolName::ReadFile => schema::<ReadFileOutput>(),
-            ToolName::FileHistory => schema::<HistoryOutput>(),
-            ToolName::Search => schema::<SearchOutput>(),
-            ToolName::ReadFiles => schema::<ReadFilesOutput>(),
-            ToolName::AppendLog => schema::<AppendLogOutput>(),
-            ToolName::ReadLog => schema::<ReadLogOutput>(),
-            ToolName::ListFiles => schema::<ListFilesOutput>(),
-            ToolName::DeleteFile => schema::<DeleteFileOutput>(),
-            ToolName::SummarizeFile => schema::<SummarizeFileOutput>(),
-            ToolName::GetUsageStats => schema::<UsageStatsOutput>(),
-        };
-        strip_keyword(&mut schema, "description");
-        schema
-    }
 }
 
-/// Removes a keyword (`description`, `format`) wherever it is one: where its value is
-/// text. A property that happens to have that name is an object, and stays.
-fn strip_keyword(schema: &mut Map<String, Value>, keyword: &str) {
-    if schema.get(keyword).is_some_and(Value::is_string) {
-        schema.remove(keyword);
+/// Keywords dropped from every schema: schemars' `format` ("uint64"), `minimum` for
+/// unsigned numbers, `additionalProperties: false` and `default: null`. No client needs
+/// them to call a tool right, the server checks every argument itself (unknown ones are
+/// refused by name), and each costs tokens in every session's `tools/list`.
+const DROPPED_KEYWORDS: [&str; 4] = ["format", "minimum", "additionalProperties", "default"];
+
+/// Makes a generated schema as small as it can be while saying the same to a caller:
+/// drops [`DROPPED_KEYWORDS`], and turns an optional argument's `["integer", "null"]` into
+/// `"integer"` (it is optional because it is not `required`). A keyword is dropped only
+/// where its value is not a schema, so a property with one of those names stays.
+fn compact(schema: &mut Map<String, Value>) {
+    for keyword in DROPPED_KEYWORDS {
+        if schema
+            .get(keyword)
+            .is_some_and(|v| !v.is_object() && (keyword != "default" || v.is_null()))
+        {
+            schema.remove(keyword);
+        }
+    }
+    if let Some(Value::Array(types)) = schema.get("type")
+        && types.len() == 2
+        && types.iter().any(|t| t == "null")
+        && let Some(one) = types.iter().find(|t| *t != "null").cloned()
+    {
+        schema.insert("type".into(), one);
     }
     for value in schema.values_mut() {
         match value {
-            Value::Object(inner) => strip_keyword(inner, keyword),
+            Value::Object(inner) => compact(inner),
             Value::Array(items) => items.iter_mut().for_each(|item| {
                 if let Value::Object(inner) = item {
-                    strip_keyword(inner, keyword);
+                    compact(inner);
                 }
             }),
             _ => {}
@@ -213,12 +212,9 @@ fn strip_keyword(schema: &mut Map<String, Value>, keyword: &str) {
 const COMMON_ARG_DOCS: &[(&str, &str)] = &[
     (
         "agent_id",
-        "Your namespace: 1-128 characters of [a-zA-Z0-9_-]. Use the same id in every call.",
+        "Your namespace ([a-zA-Z0-9_-]); the same in every call.",
     ),
-    (
-        "path",
-        "[a-zA-Z0-9/_.-]+, at most 255 characters, not starting with '/', no '..'.",
-    ),
+    ("path", "Relative, [a-zA-Z0-9/_.-], e.g. notes/plan.md."),
 ];
 
 fn schema<T: JsonSchema>() -> Map<String, Value> {
@@ -229,9 +225,7 @@ fn schema<T: JsonSchema>() -> Map<String, Value> {
         Value::Object(mut map) => {
             map.remove("$schema");
             map.remove("title");
-            // schemars' "uint64" and the like: no client validates by them, and `minimum`
-            // stays, so they would only cost tokens.
-            strip_keyword(&mut map, "format");
+            compact(&mut map);
             map
         }
         _ => Map::new(),
@@ -302,22 +296,19 @@ pub struct EditFileArgs {
     pub edits: Vec<EditArg>,
 }
 
-/// One edit: `{old, new}` replaces text that occurs once; `{start, end, lines}` replaces a
-/// line range.
+/// One edit.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged, deny_unknown_fields)]
 pub enum EditArg {
     /// Exact text.
     Text {
-        /// Must occur exactly once.
+        /// Occurs exactly once.
         old: String,
         new: String,
     },
     /// A line range.
     Lines {
-        /// First line replaced, 1-based.
         start: u64,
-        /// Last line replaced; start - 1 inserts.
         end: u64,
         lines: Vec<String>,
     },
@@ -444,7 +435,7 @@ pub fn log_value(entry: Value) -> LogValue {
 // ---- results ----
 
 /// `write_file` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct WriteFileOutput {
     /// The path written.
     pub path: String,
@@ -468,7 +459,7 @@ impl From<api::WriteFileResult> for WriteFileOutput {
 }
 
 /// `read_file` result: `content`, or `since_version` with `diff`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct ReadFileOutput {
     /// The path read.
     pub path: String,
@@ -512,7 +503,7 @@ pub struct ReadFileOutput {
 }
 
 /// One chunk of a line diff.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum DiffChunk {
     /// Lines in both versions.
@@ -620,7 +611,7 @@ impl ReadFileOutput {
 }
 
 /// `append_log` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct AppendLogOutput {
     /// The log appended to.
     pub path: String,
@@ -629,7 +620,7 @@ pub struct AppendLogOutput {
 }
 
 /// `read_log` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct ReadLogOutput {
     /// The log read.
     pub path: String,
@@ -644,7 +635,7 @@ pub struct ReadLogOutput {
 }
 
 /// One log entry.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct LogEntryOutput {
     /// Its id.
     pub id: u64,
@@ -698,14 +689,14 @@ impl TryFrom<LogEntry> for LogEntryOutput {
 }
 
 /// `list_files` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct ListFilesOutput {
     /// Sorted by path.
     pub files: Vec<FileOutput>,
 }
 
 /// What a listing says of one file.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct FileOutput {
     /// Its path.
     pub path: String,
@@ -742,7 +733,7 @@ impl ListFilesOutput {
 }
 
 /// `file_history` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct HistoryOutput {
     /// The file.
     pub path: String,
@@ -751,7 +742,7 @@ pub struct HistoryOutput {
 }
 
 /// One kept version.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct VersionOutput {
     /// Its number.
     pub version: u64,
@@ -787,7 +778,7 @@ impl HistoryOutput {
 }
 
 /// `read_files` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct ReadFilesOutput {
     /// Whole files, in the order asked.
     pub files: Vec<FileContentOutput>,
@@ -800,7 +791,7 @@ pub struct ReadFilesOutput {
 }
 
 /// A file read whole.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct FileContentOutput {
     /// Its path.
     pub path: String,
@@ -811,7 +802,7 @@ pub struct FileContentOutput {
 }
 
 /// A file that did not fit.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct LeftOutOutput {
     /// Its path.
     pub path: String,
@@ -861,7 +852,7 @@ impl ReadFilesOutput {
 }
 
 /// `search` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct SearchOutput {
     /// Best first.
     pub hits: Vec<HitOutput>,
@@ -875,7 +866,7 @@ pub struct SearchOutput {
 }
 
 /// One hit: a file's current version with its matching lines, or a log entry.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct HitOutput {
     /// The file or log.
     pub path: String,
@@ -894,7 +885,7 @@ pub struct HitOutput {
 }
 
 /// A matching line.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct LineOutput {
     /// 1-based.
     pub line: u64,
@@ -953,7 +944,7 @@ impl SearchOutput {
 }
 
 /// `delete_file` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct DeleteFileOutput {
     /// The path deleted.
     pub path: String,
@@ -962,7 +953,7 @@ pub struct DeleteFileOutput {
 }
 
 /// `summarize_file` result: `summary`, or for a short file its `content`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct SummarizeFileOutput {
     /// The file summarised.
     pub path: String,
@@ -1009,7 +1000,7 @@ impl From<api::SummarizeFileResult> for SummarizeFileOutput {
 }
 
 /// `get_usage_stats` result.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct UsageStatsOutput {
     /// Every kept version plus every log entry, in UTF-8 bytes.
     pub total_bytes: u64,
@@ -1024,7 +1015,7 @@ pub struct UsageStatsOutput {
 }
 
 /// An agent's limits.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize)]
 pub struct QuotasOutput {
     /// Files.
     pub max_files: u64,

@@ -580,7 +580,10 @@ fn read_files_warms_up_a_session_within_its_budget() {
     s.write("a", "ctx/big.md", &numbered(2_000));
     s.write("a", "ctx/todo.md", "- ship");
     s.write("b", "ctx/secret.md", "b's");
-    let r = s.ok("read_files", json!({ "agent_id": "a", "prefix": "ctx/", "max_tokens": 5_000 }));
+    let r = s.ok(
+        "read_files",
+        json!({ "agent_id": "a", "prefix": "ctx/", "max_tokens": 5_000 }),
+    );
     assert_eq!(
         r["files"],
         json!([
@@ -596,7 +599,17 @@ fn read_files_warms_up_a_session_within_its_budget() {
         json!({ "agent_id": "a", "paths": ["ctx/todo.md", "ctx/secret.md"] }),
     );
     assert_eq!(named["files"][0]["path"], "ctx/todo.md");
-    assert_eq!(named["missing"], json!(["ctx/secret.md"]), "agent b's file is not a's");
-    let e = s.err("read_files", json!({ "agent_id": "a", "max_tokens": 20_001 }));
-    assert_eq!(e, "max_tokens must be 1 to 20000, one answer's worth (got 20001)");
+    assert_eq!(
+        named["missing"],
+        json!(["ctx/secret.md"]),
+        "agent b's file is not a's"
+    );
+    let e = s.err(
+        "read_files",
+        json!({ "agent_id": "a", "max_tokens": 20_001 }),
+    );
+    assert_eq!(
+        e,
+        "max_tokens must be 1 to 20000, one answer's worth (got 20001)"
+    );
 }
