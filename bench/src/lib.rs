@@ -234,6 +234,38 @@ impl Storage for NativePort {
     fn limits(&self, _: &AgentId) -> LimitOverrides {
         NO_OVERRIDES
     }
+    fn log_info(&self, a: &AgentId, p: &FilePath) -> Result<guest_storage::LogState, StorageError> {
+        let s = self.with(|t| t.log_info(a.as_str(), p.as_str()))?;
+        Ok(guest_storage::LogState {
+            last_id: s.last_id,
+            entries: s.entries,
+            retention: guest_storage::Retention {
+                keep_last: s.retention.keep_last,
+                max_age_seconds: s.retention.max_age_seconds,
+            },
+        })
+    }
+    fn set_log_retention(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        r: guest_storage::Retention,
+    ) -> Result<(), StorageError> {
+        let retention = host::Retention {
+            keep_last: r.keep_last,
+            max_age_seconds: r.max_age_seconds,
+        };
+        self.with(|t| t.set_log_retention(a.as_str(), p.as_str(), retention))
+    }
+    fn trim_log(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        before: u64,
+        older_than_seconds: Option<u64>,
+    ) -> Result<u64, StorageError> {
+        self.with(|t| t.trim_log(a.as_str(), p.as_str(), before, older_than_seconds))
+    }
     fn search(
         &self,
         a: &AgentId,

@@ -7,7 +7,7 @@ const bytesOf = (text) => BigInt(Buffer.byteLength(text, 'utf8'));
 export class MemoryStorage {
   constructor(limits = {}) {
     this.overrides = limits; // WIT names, e.g. { 'versions-kept': 2 }
-    this.state = { files: new Map(), logs: new Map(), summaries: new Map(), usage: new Map() };
+    this.state = { files: new Map(), logs: new Map(), logMeta: new Map(), summaries: new Map(), usage: new Map() };
   }
 
   /** The storage functions for one call, refusing any agent but the call's own. */
@@ -19,7 +19,7 @@ export class MemoryStorage {
     };
     const methods = {};
     for (const name of Object.getOwnPropertyNames(MemoryStorage.prototype)) {
-      if (['constructor', 'forAgent', 'counters'].includes(name)) continue;
+      if (['constructor', 'forAgent', 'counters', 'meta'].includes(name)) continue;
       methods[name] = (other, ...args) => (check(other), this[name](other, ...args));
     }
     return methods;
@@ -90,16 +90,52 @@ export class MemoryStorage {
     return found.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
   }
 
+  meta(agent, path) {
+    const key = `${agent}\0${path}`;
+    if (!this.state.logMeta.has(key)) {
+      this.state.logMeta.set(key, { lastId: 0n, retention: { keepLast: undefined, maxAgeSeconds: undefined } });
+    }
+    return this.state.logMeta.get(key);
+  }
+
   appendLog(agent, path, entry, bytes) {
     const key = `${agent}\0${path}`;
     const log = this.state.logs.get(key) ?? [];
-    const id = BigInt(log.length + 1);
+    const meta = this.meta(agent, path);
+    meta.lastId += 1n;
+    const id = meta.lastId;
     log.push({ id, entry, createdAt: now() });
     this.state.logs.set(key, log);
     const counters = this.counters(agent);
     counters.totalBytes += bytes;
     counters.logEntryCount += 1n;
     return id;
+  }
+
+  logInfo(agent, path) {
+    const { lastId, retention } = this.meta(agent, path);
+    const entries = BigInt((this.state.logs.get(`${agent}\0${path}`) ?? []).length);
+    return { lastId, entries, retention: { ...retention } };
+  }
+
+  setLogRetention(agent, path, retention) {
+    this.meta(agent, path).retention = { ...retention };
+  }
+
+  trimLog(agent, path, before, olderThanSeconds) {
+    const key = `${agent}\0${path}`;
+    const cutoff = olderThanSeconds === undefined
+      ? undefined
+      : new Date(Date.now() - Number(olderThanSeconds) * 1000).toISOString();
+    const log = this.state.logs.get(key) ?? [];
+    const gone = log.filter((e) => e.id < before || (cutoff !== undefined && e.createdAt < cutoff));
+    this.state.logs.set(key, log.filter((e) => !gone.includes(e)));
+    const counters = this.counters(agent);
+    for (const e of gone) {
+      counters.totalBytes -= bytesOf(e.entry.val);
+      counters.logEntryCount -= 1n;
+    }
+    return BigInt(gone.length);
   }
 
   readLog(agent, path, after, limit) {

@@ -45,6 +45,7 @@ class MemoryStorage:
     def __init__(self, limits=None):
         self.files = {}      # (agent, path) -> {"last": n, "versions": {n: (content, time)}, "updated": time}
         self.logs = {}       # (agent, path) -> [(id, entry, time)]
+        self.log_meta = {}   # (agent, path) -> {"last": n, "keep-last": k, "max-age-seconds": s}
         self.summaries = {}  # (agent, path, version, model) -> text
         self.usage = {}      # agent -> counters
         self.limits = limits or {}
@@ -97,13 +98,39 @@ class MemoryStorage:
                 found.append(record(path=p, version=v, bytes=len(f["versions"][v][0].encode()), updated_at=f["updated"]))
         return found
 
+    def meta(self, agent, path):
+        return self.log_meta.setdefault((agent, path), {"last": 0, "keep-last": None, "max-age-seconds": None})
+
     def append_log(self, agent, path, entry, size):
-        log = self.logs.setdefault((agent, path), [])
-        log.append((len(log) + 1, entry, now()))
+        meta = self.meta(agent, path)
+        meta["last"] += 1
+        self.logs.setdefault((agent, path), []).append((meta["last"], entry, now()))
         c = self.counters(agent)
         c["total-bytes"] += size
         c["log-entry-count"] += 1
-        return len(log)
+        return meta["last"]
+
+    def log_info(self, agent, path):
+        meta = self.meta(agent, path)
+        retention = record(keep_last=meta["keep-last"], max_age_seconds=meta["max-age-seconds"])
+        return record(last_id=meta["last"], entries=len(self.logs.get((agent, path), [])), retention=retention)
+
+    def set_log_retention(self, agent, path, retention):
+        meta = self.meta(agent, path)
+        meta["keep-last"], meta["max-age-seconds"] = getattr(retention, "keep-last"), getattr(retention, "max-age-seconds")
+
+    def trim_log(self, agent, path, before, older_than_seconds):
+        cutoff = None
+        if older_than_seconds is not None:
+            cutoff = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - older_than_seconds, timezone.utc)
+            cutoff = cutoff.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        log = self.logs.get((agent, path), [])
+        gone = [e for e in log if e[0] < before or (cutoff is not None and e[2] < cutoff)]
+        self.logs[(agent, path)] = [e for e in log if e not in gone]
+        c = self.counters(agent)
+        c["total-bytes"] -= sum(len(e[1].payload.encode()) for e in gone)
+        c["log-entry-count"] -= len(gone)
+        return len(gone)
 
     def read_log(self, agent, path, after, limit):
         log = self.logs.get((agent, path), [])
@@ -183,7 +210,8 @@ class Scratchpad:
             with root.add_instance(f"{PACKAGE}/storage@{VERSION}") as storage_api:
                 for name in ["stat-file", "read-version", "put-version", "prune-versions",
                              "delete-file", "list-files", "append-log", "read-log",
-                             "get-usage", "cached-summary", "put-summary", "limits", "search"]:
+                             "get-usage", "cached-summary", "put-summary", "limits", "search",
+                             "log-info", "set-log-retention", "trim-log"]:
                     storage_api.add_func(name, self._storage_func(name))
             with root.add_instance(f"{PACKAGE}/summariser@{VERSION}") as model_api:
                 model_api.add_func("model", lambda _store: self.summariser.model())

@@ -7,7 +7,8 @@ use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
 use std::sync::OnceLock;
 
-const TOOLS: [&str; 13] = [
+const TOOLS: [&str; 14] = [
+    "forget_log",
     "read_files",
     "write_file",
     "edit_file",

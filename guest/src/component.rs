@@ -4,7 +4,9 @@
 // `export!` expands to the canonical-ABI entry points, which are `unsafe extern` functions.
 #![allow(unsafe_code)]
 
-use crate::bindings::scratchpad::mcp::storage::{self, FileState, SearchMatch};
+use crate::bindings::scratchpad::mcp::storage::{
+    self, FileState, LogState, Retention, SearchMatch,
+};
 use crate::bindings::scratchpad::mcp::summariser::{self, SummaryRequest};
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::{Storage, Summariser};
@@ -65,6 +67,26 @@ impl Storage for Imports {
         limit: u32,
     ) -> Result<Vec<LogEntry>, StorageError> {
         storage::read_log(a.as_str(), p.as_str(), after, limit)
+    }
+    fn log_info(&self, a: &AgentId, p: &FilePath) -> Result<LogState, StorageError> {
+        storage::log_info(a.as_str(), p.as_str())
+    }
+    fn set_log_retention(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        retention: Retention,
+    ) -> Result<(), StorageError> {
+        storage::set_log_retention(a.as_str(), p.as_str(), retention)
+    }
+    fn trim_log(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        before: u64,
+        older_than_seconds: Option<u64>,
+    ) -> Result<u64, StorageError> {
+        storage::trim_log(a.as_str(), p.as_str(), before, older_than_seconds)
     }
     fn get_usage(&self, a: &AgentId) -> Result<Usage, StorageError> {
         storage::get_usage(a.as_str())
@@ -142,6 +164,9 @@ mod export {
         }
         fn read_log(r: api::ReadLogRequest) -> Result<api::LogPage, ToolError> {
             tools::read_log(&Imports, r)
+        }
+        fn forget_log(r: api::ForgetLogRequest) -> Result<api::ForgetLogResult, ToolError> {
+            tools::forget_log(&Imports, r)
         }
         fn list_files(r: api::ListFilesRequest) -> Result<Vec<FileMeta>, ToolError> {
             tools::list_files(&Imports, r)

@@ -4,7 +4,7 @@
 //! they are the imports themselves; in native tests they are in-memory fakes. Every storage
 //! method names the agent: the embedder checks it is the agent of the call.
 
-use crate::bindings::scratchpad::mcp::storage::{FileState, SearchMatch};
+use crate::bindings::scratchpad::mcp::storage::{FileState, LogState, Retention, SearchMatch};
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
@@ -59,6 +59,23 @@ pub trait Storage {
         after: u64,
         limit: u32,
     ) -> Result<Vec<LogEntry>, StorageError>;
+    /// The state of a log.
+    fn log_info(&self, agent: &AgentId, path: &FilePath) -> Result<LogState, StorageError>;
+    /// Sets a log's retention.
+    fn set_log_retention(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        retention: Retention,
+    ) -> Result<(), StorageError>;
+    /// Removes entries below `before`, and those older than `older_than_seconds`.
+    fn trim_log(
+        &self,
+        agent: &AgentId,
+        path: &FilePath,
+        before: u64,
+        older_than_seconds: Option<u64>,
+    ) -> Result<u64, StorageError>;
     /// The agent's usage counters.
     fn get_usage(&self, agent: &AgentId) -> Result<Usage, StorageError>;
     /// A cached summary of one version by one model.

@@ -10,7 +10,9 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::scratchpad::mcp::tools::{self as api, Guest as Tools};
-pub use scratchpad::mcp::storage::{FileState, MatchRef, SearchMatch, VersionInfo};
+pub use scratchpad::mcp::storage::{
+    FileState, LogState, MatchRef, Retention, SearchMatch, VersionInfo,
+};
 pub use scratchpad::mcp::summariser::SummaryRequest;
 pub use scratchpad::mcp::types::{
     FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage,

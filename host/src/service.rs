@@ -12,10 +12,10 @@ use crate::storage::{Backend, Mode, StoreError};
 use crate::summariser::SummaryModel;
 use crate::tools::{
     AgentArgs, AppendLogArgs, AppendLogOutput, DeleteFileArgs, DeleteFileOutput, EditFileArgs,
-    HistoryOutput, ListFilesArgs, ListFilesOutput, PathArgs, ReadFileArgs, ReadFileOutput,
-    ReadFilesArgs, ReadFilesOutput, ReadLogArgs, ReadLogOutput, SearchArgs, SearchOutput,
-    ShapeError, SummarizeFileOutput, ToolName, UsageStatsOutput, WriteFileArgs, WriteFileOutput,
-    decode, log_value, same_path,
+    ForgetLogArgs, ForgetLogOutput, HistoryOutput, ListFilesArgs, ListFilesOutput, PathArgs,
+    ReadFileArgs, ReadFileOutput, ReadFilesArgs, ReadFilesOutput, ReadLogArgs, ReadLogOutput,
+    SearchArgs, SearchOutput, ShapeError, SummarizeFileOutput, ToolName, UsageStatsOutput,
+    WriteFileArgs, WriteFileOutput, decode, log_value, same_path,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -245,6 +245,29 @@ impl Service {
                     &a.agent_id,
                     |g, s| g.call_read_log(s, &request),
                     |page| ReadLogOutput::new(&a, page),
+                )
+            }
+            ToolName::ForgetLog => {
+                let a: ForgetLogArgs = decode(tool, args)?;
+                let request = api::ForgetLogRequest {
+                    agent_id: a.agent_id,
+                    path: a.path,
+                    before_entry: a.before_entry,
+                    keep_last: a.keep_last,
+                    max_age_days: a.max_age_days,
+                };
+                self.run(
+                    tool,
+                    &request.agent_id,
+                    |g, s| g.call_forget_log(s, &request),
+                    |r| {
+                        same_path(&request.path, &r.path)?;
+                        Ok(ForgetLogOutput {
+                            path: r.path,
+                            removed: r.removed,
+                            remaining: r.remaining,
+                        })
+                    },
                 )
             }
             ToolName::ListFiles => {

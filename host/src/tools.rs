@@ -42,6 +42,8 @@ pub enum ToolName {
     AppendLog,
     /// `read_log`
     ReadLog,
+    /// `forget_log`
+    ForgetLog,
     /// `list_files`
     ListFiles,
     /// `delete_file`
@@ -67,7 +69,7 @@ pub struct Hints {
 
 impl ToolName {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [ToolName; 12] = [
+    pub const ALL: [ToolName; 13] = [
         ToolName::WriteFile,
         ToolName::EditFile,
         ToolName::ReadFile,
@@ -76,6 +78,7 @@ impl ToolName {
         ToolName::Search,
         ToolName::AppendLog,
         ToolName::ReadLog,
+        ToolName::ForgetLog,
         ToolName::ListFiles,
         ToolName::DeleteFile,
         ToolName::SummarizeFile,
@@ -93,6 +96,7 @@ impl ToolName {
             ToolName::ReadFiles => "read_files",
             ToolName::AppendLog => "append_log",
             ToolName::ReadLog => "read_log",
+            ToolName::ForgetLog => "forget_log",
             ToolName::ListFiles => "list_files",
             ToolName::DeleteFile => "delete_file",
             ToolName::SummarizeFile => "summarize_file",
@@ -119,7 +123,7 @@ impl ToolName {
         let (read_only, destructive, idempotent, open_world) = match self {
             ToolName::WriteFile => (false, false, true, false),
             ToolName::AppendLog | ToolName::EditFile => (false, false, false, false),
-            ToolName::DeleteFile => (false, true, true, false),
+            ToolName::DeleteFile | ToolName::ForgetLog => (false, true, true, false),
             ToolName::SummarizeFile => (true, false, true, true),
             ToolName::ReadFile
             | ToolName::FileHistory
@@ -147,6 +151,7 @@ impl ToolName {
             ToolName::ReadFile => schema::<ReadFileArgs>(),
             ToolName::AppendLog => schema::<AppendLogArgs>(),
             ToolName::ReadLog => schema::<ReadLogArgs>(),
+            ToolName::ForgetLog => schema::<ForgetLogArgs>(),
             ToolName::ListFiles => schema::<ListFilesArgs>(),
             ToolName::DeleteFile => schema::<DeleteFileArgs>(),
             ToolName::FileHistory | ToolName::SummarizeFile => schema::<PathArgs>(),
@@ -208,14 +213,9 @@ fn compact(schema: &mut Map<String, Value>) {
     }
 }
 
-/// Descriptions of the arguments every tool shares.
-const COMMON_ARG_DOCS: &[(&str, &str)] = &[
-    (
-        "agent_id",
-        "Your namespace ([a-zA-Z0-9_-]); the same in every call.",
-    ),
-    ("path", "Relative, [a-zA-Z0-9/_.-], e.g. notes/plan.md."),
-];
+/// Descriptions of the arguments every tool shares. A path needs none; the naming rules
+/// are in the server's instructions and in every error that breaks one.
+const COMMON_ARG_DOCS: &[(&str, &str)] = &[("agent_id", "Your namespace.")];
 
 fn schema<T: JsonSchema>() -> Map<String, Value> {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
@@ -398,6 +398,20 @@ pub struct ReadLogArgs {
     pub path: String,
     #[serde(default)]
     pub since_entry: Option<u64>,
+}
+
+/// `forget_log` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetLogArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub before_entry: Option<u64>,
+    #[serde(default)]
+    pub keep_last: Option<u64>,
+    #[serde(default)]
+    pub max_age_days: Option<u64>,
 }
 
 /// `list_files` arguments.
@@ -775,6 +789,17 @@ impl HistoryOutput {
                 .collect(),
         })
     }
+}
+
+/// `forget_log` result.
+#[derive(Debug, Serialize)]
+pub struct ForgetLogOutput {
+    /// The log.
+    pub path: String,
+    /// Entries deleted by this call.
+    pub removed: u64,
+    /// Entries left.
+    pub remaining: u64,
 }
 
 /// `read_files` result.

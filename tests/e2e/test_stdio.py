@@ -42,8 +42,8 @@ def test_handshake_tools_and_metadata(db, era):
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert sorted(tools) == sorted(
                 ["write_file", "edit_file", "read_file", "read_files", "file_history", "search",
-                 "append_log", "read_log", "list_files", "delete_file", "summarize_file",
-                 "get_usage_stats"]
+                 "append_log", "read_log", "forget_log", "list_files", "delete_file",
+                 "summarize_file", "get_usage_stats"]
             )
             for t in tools.values():
                 assert t.description, t.name
@@ -53,6 +53,7 @@ def test_handshake_tools_and_metadata(db, era):
                          "list_files", "get_usage_stats", "summarize_file"]:
                 assert tools[name].annotations.read_only_hint is True, name
             assert tools["delete_file"].annotations.destructive_hint is True
+            assert tools["forget_log"].annotations.destructive_hint is True
             assert not tools["write_file"].annotations.read_only_hint
             assert tools["write_file"].annotations.destructive_hint is False
             since = tools["read_file"].input_schema["properties"]["since_version"]

@@ -141,3 +141,87 @@ fn a_page_holds_no_more_entries_than_fit_one_answer() {
     // 30 KB entries, about 80 KB an answer: two a page, every entry once.
     assert_eq!(sizes, vec![2, 2, 1]);
 }
+
+#[test]
+fn forgetting_keeps_counters_exact_ids_fresh_and_the_store_sound() {
+    let s = Scratch::new();
+    for i in 0..10 {
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "run", "entry": format!("entry {i}") }),
+        );
+    }
+    let r = s.ok(
+        "forget_log",
+        json!({ "agent_id": "a", "path": "run", "before_entry": 4 }),
+    );
+    assert_eq!(
+        (r["removed"].clone(), r["remaining"].clone()),
+        (json!(3), json!(7))
+    );
+    let usage = s.usage("a");
+    assert_eq!(
+        (
+            usage["log_entry_count"].clone(),
+            usage["total_bytes"].clone()
+        ),
+        (json!(7), json!(49))
+    );
+    // Searching finds no trace of what was forgotten.
+    let found = s.ok("search", json!({ "agent_id": "a", "query": "entry 2" }));
+    assert!(!found.to_string().contains("\"entry_id\":3"), "{found}");
+
+    // A retention by age: backdate two entries, and the next append drops them.
+    s.ok(
+        "forget_log",
+        json!({ "agent_id": "a", "path": "run", "max_age_days": 1 }),
+    );
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    db.execute(
+        "UPDATE log_entries SET created_at = '2020-01-01T00:00:00.000Z' WHERE id IN (4, 5)",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    assert_eq!(
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "run", "entry": "new" })
+        )["entry_id"],
+        11
+    );
+    let page = s.ok("read_log", json!({ "agent_id": "a", "path": "run" }));
+    let ids: Vec<u64> = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![6, 7, 8, 9, 10, 11]);
+
+    // Everything, then on again: ids continue; the store verifies; export carries it all.
+    let all = s.ok("forget_log", json!({ "agent_id": "a", "path": "run" }));
+    assert_eq!(all["remaining"], 0);
+    assert_eq!(
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "run", "entry": "again" })
+        )["entry_id"],
+        12
+    );
+    let v = scratchpad_mcp::storage::admin::verify(&s.db()).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+    let mut exported = Vec::new();
+    scratchpad_mcp::ops::export(&s.db(), "a", &mut exported).unwrap();
+    let text = String::from_utf8(exported.clone()).unwrap();
+    assert!(
+        text.contains(r#"{"type":"log","path":"run","last_id":12,"max_age_seconds":86400}"#),
+        "{text}"
+    );
+    let copy = tempfile::tempdir().unwrap();
+    let db = copy.path().join("copy.db");
+    scratchpad_mcp::ops::import(&db, &mut exported.as_slice(), None, false).unwrap();
+    let mut again = Vec::new();
+    scratchpad_mcp::ops::export(&db, "a", &mut again).unwrap();
+    assert_eq!(again, exported);
+}

@@ -1,7 +1,9 @@
 //! In-memory ports for tests and fuzz targets: a store that keeps its counters the way the host's
 //! SQLite store does, and a scripted model that counts its requests.
 
-use crate::bindings::scratchpad::mcp::storage::{FileState, MatchRef, SearchMatch, VersionInfo};
+use crate::bindings::scratchpad::mcp::storage::{
+    FileState, LogState, MatchRef, Retention, SearchMatch, VersionInfo,
+};
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
 use crate::limits::NO_OVERRIDES;
 use crate::names::{AgentId, FilePath, Prefix};
@@ -12,6 +14,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 const NOW: &str = "2026-11-30T00:00:00.000Z";
+
+/// A log that keeps every entry.
+const KEEP_ALL: Retention = Retention {
+    keep_last: None,
+    max_age_seconds: None,
+};
 
 #[derive(Default)]
 struct File {
@@ -26,6 +34,8 @@ type SummaryKey = (String, String, u64, String);
 struct Data {
     files: BTreeMap<(String, String), File>,
     logs: BTreeMap<(String, String), Vec<LogEntry>>,
+    /// (last id ever, retention) of each log.
+    log_meta: BTreeMap<(String, String), (u64, Retention)>,
     usage: BTreeMap<String, Usage>,
     summaries: BTreeMap<SummaryKey, String>,
 }
@@ -228,8 +238,13 @@ impl Storage for Memory {
         bytes: u64,
     ) -> Result<u64, StorageError> {
         let mut data = self.touch();
+        let meta = data
+            .log_meta
+            .entry(Self::key(a, p))
+            .or_insert((0, KEEP_ALL));
+        meta.0 += 1;
+        let id = meta.0;
         let log = data.logs.entry(Self::key(a, p)).or_default();
-        let id = log.len() as u64 + 1;
         log.push(LogEntry {
             id,
             entry: e.clone(),
@@ -260,6 +275,55 @@ impl Storage for Memory {
                     .collect()
             })
             .unwrap_or_default())
+    }
+
+    fn log_info(&self, a: &AgentId, p: &FilePath) -> Result<LogState, StorageError> {
+        let data = self.touch();
+        let (last_id, retention) = data
+            .log_meta
+            .get(&Self::key(a, p))
+            .copied()
+            .unwrap_or((0, KEEP_ALL));
+        let entries = data.logs.get(&Self::key(a, p)).map_or(0, Vec::len) as u64;
+        Ok(LogState {
+            last_id,
+            entries,
+            retention,
+        })
+    }
+
+    fn set_log_retention(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        retention: Retention,
+    ) -> Result<(), StorageError> {
+        let mut data = self.touch();
+        data.log_meta
+            .entry(Self::key(a, p))
+            .or_insert((0, KEEP_ALL))
+            .1 = retention;
+        Ok(())
+    }
+
+    /// The in-memory store's clock stands still, so only `before` removes entries here.
+    fn trim_log(
+        &self,
+        a: &AgentId,
+        p: &FilePath,
+        before: u64,
+        _older_than_seconds: Option<u64>,
+    ) -> Result<u64, StorageError> {
+        let mut data = self.touch();
+        let log = data.logs.entry(Self::key(a, p)).or_default();
+        let (gone, kept): (Vec<LogEntry>, Vec<LogEntry>) =
+            std::mem::take(log).into_iter().partition(|e| e.id < before);
+        *log = kept;
+        let bytes: u64 = gone.iter().map(|e| entry_text(&e.entry).len() as u64).sum();
+        let usage = data.usage.entry(a.as_str().into()).or_insert_with(zero);
+        usage.total_bytes -= bytes;
+        usage.log_entry_count -= gone.len() as u64;
+        Ok(gone.len() as u64)
     }
 
     fn get_usage(&self, a: &AgentId) -> Result<Usage, StorageError> {

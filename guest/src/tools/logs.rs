@@ -2,7 +2,10 @@
 
 use crate::LogValue;
 use crate::ToolError;
-use crate::api::{AppendLogRequest, AppendLogResult, LogPage, ReadLogRequest};
+use crate::api::{
+    AppendLogRequest, AppendLogResult, ForgetLogRequest, ForgetLogResult, LogPage, ReadLogRequest,
+};
+use crate::bindings::scratchpad::mcp::storage::{LogState, Retention};
 use crate::budget;
 use crate::diff::encoded_len;
 use crate::limits::quotas;
@@ -43,9 +46,76 @@ pub fn append_log(s: &impl Storage, r: AppendLogRequest) -> Result<AppendLogResu
         )));
     }
     let entry_id = s.append_log(&agent, &path, &r.entry, bytes)?;
+    let info = s.log_info(&agent, &path)?;
+    enforce(s, &agent, &path, 0, &info)?;
     Ok(AppendLogResult {
         path: r.path,
         entry_id,
+    })
+}
+
+/// Most days `max_age_days` may say: a hundred years.
+const MAX_AGE_DAYS: u64 = 36_500;
+const SECONDS_A_DAY: u64 = 86_400;
+
+/// Removes the entries below `before` and those the log's retention no longer keeps.
+/// Removal only ever takes the oldest entries, so the ones left have consecutive ids up to
+/// `last_id`, and "the newest k" are those from `last_id + 1 - k`.
+fn enforce(
+    s: &impl Storage,
+    agent: &AgentId,
+    path: &FilePath,
+    before: u64,
+    info: &LogState,
+) -> Result<u64, ToolError> {
+    let kept_from = info
+        .retention
+        .keep_last
+        .map_or(0, |k| (info.last_id + 1).saturating_sub(k));
+    let before = before.max(kept_from);
+    let older_than = info.retention.max_age_seconds;
+    if before <= 1 && older_than.is_none() {
+        return Ok(0);
+    }
+    Ok(s.trim_log(agent, path, before, older_than)?)
+}
+
+/// Deletes entries of a log now, and sets how long it keeps them from now on.
+pub fn forget_log(s: &impl Storage, r: ForgetLogRequest) -> Result<ForgetLogResult, ToolError> {
+    let agent = AgentId::parse(&r.agent_id)?;
+    let path = FilePath::parse(&r.path)?;
+    if r.keep_last == Some(0) {
+        return Err(ToolError::InvalidArgument(
+            "keep_last must be 1 or more entries (got 0); to delete every entry, give neither keep_last nor max_age_days"
+                .to_owned(),
+        ));
+    }
+    if let Some(days) = r.max_age_days
+        && !(1..=MAX_AGE_DAYS).contains(&days)
+    {
+        return Err(ToolError::InvalidArgument(format!(
+            "max_age_days must be 1 to {MAX_AGE_DAYS} (got {days})"
+        )));
+    }
+    let mut info = s.log_info(&agent, &path)?;
+    let sets_retention = r.keep_last.is_some() || r.max_age_days.is_some();
+    if sets_retention {
+        info.retention = Retention {
+            keep_last: r.keep_last,
+            max_age_seconds: r.max_age_days.map(|d| d * SECONDS_A_DAY),
+        };
+        s.set_log_retention(&agent, &path, info.retention)?;
+    }
+    let before = match r.before_entry {
+        Some(before) => before,
+        None if sets_retention => 0,
+        None => info.last_id + 1,
+    };
+    let removed = enforce(s, &agent, &path, before, &info)?;
+    Ok(ForgetLogResult {
+        path: r.path,
+        removed,
+        remaining: info.entries.saturating_sub(removed),
     })
 }
 
@@ -211,6 +281,64 @@ mod tests {
         assert_eq!(
             (p.entries.len(), p.has_more, p.last_entry_id),
             (1, false, 4)
+        );
+    }
+
+    fn forget(s: &Memory, before: Option<u64>, keep_last: Option<u64>) -> ForgetLogResult {
+        let r = ForgetLogRequest {
+            agent_id: "a".into(),
+            path: "log".into(),
+            before_entry: before,
+            keep_last,
+            max_age_days: None,
+        };
+        forget_log(s, r).unwrap()
+    }
+
+    #[test]
+    fn forgetting_removes_the_oldest_and_ids_never_repeat() {
+        let s = Memory::default();
+        for i in 0..10 {
+            append(&s, LogValue::Text(format!("e{i}"))).unwrap();
+        }
+        assert_eq!(
+            (
+                forget(&s, Some(4), None).removed,
+                s.usage_of("a").log_entry_count
+            ),
+            (3, 7)
+        );
+        assert_eq!(page(&s, None).entries[0].id, 4);
+        let all = forget(&s, None, None);
+        assert_eq!((all.removed, all.remaining), (7, 0));
+        assert_eq!(
+            (s.usage_of("a").total_bytes, s.usage_of("a").log_entry_count),
+            (0, 0)
+        );
+        assert_eq!(append(&s, LogValue::Text("after".into())), Ok(11));
+    }
+
+    #[test]
+    fn a_retention_applies_now_and_at_every_append() {
+        let s = Memory::default();
+        for i in 0..5 {
+            append(&s, LogValue::Text(format!("e{i}"))).unwrap();
+        }
+        let r = forget(&s, None, Some(2));
+        assert_eq!((r.removed, r.remaining), (3, 2));
+        append(&s, LogValue::Text("e5".into())).unwrap();
+        let ids: Vec<u64> = page(&s, None).entries.iter().map(|e| e.id).collect();
+        assert_eq!(ids, vec![5, 6]);
+        assert_eq!(s.usage_of("a").log_entry_count, 2);
+        let zero = ForgetLogRequest {
+            agent_id: "a".into(),
+            path: "log".into(),
+            before_entry: None,
+            keep_last: Some(0),
+            max_age_days: None,
+        };
+        assert!(
+            matches!(forget_log(&s, zero), Err(ToolError::InvalidArgument(m)) if m.starts_with("keep_last must be 1 or more"))
         );
     }
 }

@@ -11,7 +11,7 @@ mod usage;
 
 pub use context::read_files;
 pub use files::{delete_file, edit_file, file_history, list_files, read_file, write_file};
-pub use logs::{append_log, read_log};
+pub use logs::{append_log, forget_log, read_log};
 pub use search::search;
 pub use summary::summarize_file;
 pub use usage::get_usage_stats;

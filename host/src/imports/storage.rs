@@ -4,7 +4,8 @@
 use super::CallState;
 use crate::bindings::scratchpad::mcp::storage::Host;
 use crate::bindings::{
-    FileMeta, FileState, LimitOverrides, LogEntry, LogValue, SearchMatch, StorageError, Usage,
+    FileMeta, FileState, LimitOverrides, LogEntry, LogState, LogValue, Retention, SearchMatch,
+    StorageError, Usage,
 };
 use crate::storage::{StoreError, Txn};
 
@@ -123,6 +124,31 @@ impl Host for CallState {
     ) -> Result<(), StorageError> {
         self.storage(&agent, |t| {
             t.put_summary(&agent, &path, version, &model, &summary)
+        })
+    }
+
+    fn log_info(&mut self, agent: String, path: String) -> Result<LogState, StorageError> {
+        self.storage(&agent, |t| t.log_info(&agent, &path))
+    }
+
+    fn set_log_retention(
+        &mut self,
+        agent: String,
+        path: String,
+        retention: Retention,
+    ) -> Result<(), StorageError> {
+        self.storage(&agent, |t| t.set_log_retention(&agent, &path, retention))
+    }
+
+    fn trim_log(
+        &mut self,
+        agent: String,
+        path: String,
+        before: u64,
+        older_than_seconds: Option<u64>,
+    ) -> Result<u64, StorageError> {
+        self.storage(&agent, |t| {
+            t.trim_log(&agent, &path, before, older_than_seconds)
         })
     }
 

@@ -16,7 +16,9 @@ pub mod admin {
     pub use super::sqlite::{Line, export, now, replace_store, stats, vacuum_into, verify};
 }
 
-use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, SearchMatch, StorageError, Usage};
+use crate::bindings::{
+    FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, StorageError, Usage,
+};
 
 /// What a tool call may do to the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +138,23 @@ pub trait Txn: Send {
         model: &str,
         summary: &str,
     ) -> Result<(), StoreError>;
+    /// See `log-info` in the WIT.
+    fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError>;
+    /// See `set-log-retention` in the WIT.
+    fn set_log_retention(
+        &mut self,
+        agent: &str,
+        path: &str,
+        retention: Retention,
+    ) -> Result<(), StoreError>;
+    /// See `trim-log` in the WIT. Usage counters follow.
+    fn trim_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        before: u64,
+        older_than_seconds: Option<u64>,
+    ) -> Result<u64, StoreError>;
     /// See `search` in the WIT.
     fn search(
         &mut self,

@@ -117,6 +117,10 @@ impl Guest for Hostile {
         tools::summarize_file(&Imports, &Imports, r)
     }
 
+    fn forget_log(r: api::ForgetLogRequest) -> Result<api::ForgetLogResult, ToolError> {
+        tools::forget_log(&Imports, r)
+    }
+
     fn read_files(r: api::ReadFilesRequest) -> Result<api::ReadFilesResult, ToolError> {
         tools::read_files(&Imports, r)
     }

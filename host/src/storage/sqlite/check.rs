@@ -145,6 +145,14 @@ const CHECKS: &[(&str, &str)] = &[
          FROM log_entries WHERE bytes != length(CAST(body AS BLOB))",
     ),
     (
+        "a log whose last id is below one of its entries' ids",
+        "SELECT e.agent_id || ' ' || e.path || ': last id ' || ifnull(l.last_id, 'none')
+                || ', entry #' || max(e.id)
+         FROM log_entries e LEFT JOIN logs l ON l.agent_id = e.agent_id AND l.path = e.path
+         GROUP BY e.agent_id, e.path
+         HAVING l.last_id IS NULL OR max(e.id) > l.last_id",
+    ),
+    (
         "a current file version missing from the search index",
         "SELECT f.agent_id || ' ' || f.path || ' v' || f.current_version
          FROM files f

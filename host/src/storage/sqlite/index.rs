@@ -64,6 +64,21 @@ pub fn remove_file(conn: &Connection, agent: &str, path: &str) -> Result<(), Sto
     )
 }
 
+/// Drops the document of one log entry.
+pub fn remove_log_entry(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    id: u64,
+) -> Result<(), StoreError> {
+    let id = to_i64(id)?;
+    remove_where(
+        conn,
+        "agent_id = ?1 AND path = ?2 AND is_log = 1 AND ref = ?3",
+        params![agent, path, id],
+    )
+}
+
 /// Drops every document of `agent`.
 pub fn remove_agent(conn: &Connection, agent: &str) -> Result<(), StoreError> {
     remove_where(conn, "agent_id = ?1", params![agent])

@@ -19,6 +19,7 @@
 mod backup;
 mod check;
 mod index;
+mod logs;
 mod transfer;
 
 pub use backup::{LockError, StoreLock, now, replace_store, vacuum_into};
@@ -38,7 +39,9 @@ pub fn export(
 }
 
 use super::{Backend, Mode, StoreError, Txn};
-use crate::bindings::{FileMeta, FileState, LogEntry, LogValue, SearchMatch, Usage, VersionInfo};
+use crate::bindings::{
+    FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, Usage, VersionInfo,
+};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -54,7 +57,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const POOL_SIZE: usize = 8;
 
 /// The schema version this code writes; a newer file is refused rather than misread.
-/// 2 added the search index.
+/// 2 added the search index and the `logs` table.
 const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
@@ -220,10 +223,11 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     if found == SCHEMA_VERSION {
         return Ok(());
     }
-    tx.execute_batch(&format!("{SCHEMA} {}", index::SCHEMA))
+    tx.execute_batch(&format!("{SCHEMA} {} {}", index::SCHEMA, logs::SCHEMA))
         .map_err(map_err)?;
     if found == 1 {
         index::rebuild(&tx, None)?;
+        logs::backfill(&tx, None)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(map_err)?;
@@ -554,19 +558,18 @@ impl Txn for SqliteTxn {
             )));
         }
         let bytes = to_i64(bytes)?;
-        let id: i64 = self
-            .conn()
+        let id = logs::next_id(self.conn(), agent, path)?;
+        let row_id = to_i64(id)?;
+        self.conn()
             .prepare_cached(&format!(
                 "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at)
-                 SELECT ?1, ?2, COALESCE(MAX(id), 0) + 1, ?3, ?4, ?5, {NOW}
-                 FROM log_entries WHERE agent_id = ?1 AND path = ?2
-                 RETURNING id"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
             ))
-            .and_then(|mut s| s.query_row(params![agent, path, is_text, body, bytes], |r| r.get(0)))
+            .and_then(|mut s| s.execute(params![agent, path, row_id, is_text, body, bytes]))
             .map_err(map_err)?;
-        index::add(self.conn(), agent, path, true, to_u64(id), body)?;
+        index::add(self.conn(), agent, path, true, id, body)?;
         self.bump(agent, bytes, 0, 1, 0)?;
-        Ok(to_u64(id))
+        Ok(id)
     }
 
     fn read_log(
@@ -650,6 +653,33 @@ impl Txn for SqliteTxn {
                 .optional()
             })
             .map_err(map_err)
+    }
+
+    fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {
+        logs::state(self.conn(), agent, path)
+    }
+
+    fn set_log_retention(
+        &mut self,
+        agent: &str,
+        path: &str,
+        retention: Retention,
+    ) -> Result<(), StoreError> {
+        self.writable("set-log-retention")?;
+        logs::set_retention(self.conn(), agent, path, retention)
+    }
+
+    fn trim_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        before: u64,
+        older_than_seconds: Option<u64>,
+    ) -> Result<u64, StoreError> {
+        self.writable("trim-log")?;
+        let (entries, bytes) = logs::trim(self.conn(), agent, path, before, older_than_seconds)?;
+        self.bump(agent, -to_i64(bytes)?, 0, -to_i64(entries)?, 0)?;
+        Ok(entries)
     }
 
     fn search(

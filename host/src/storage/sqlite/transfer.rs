@@ -12,7 +12,7 @@
 //! agent's search index is built from them (it is derived data, so it is not exported).
 
 use super::check::COUNTED;
-use super::index;
+use super::{index, logs};
 use super::{map_err, to_i64, to_u64};
 use crate::storage::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -70,6 +70,19 @@ pub enum Line {
         /// When it was made.
         created_at: String,
     },
+    /// A log, before its entries: the last id it gave and its retention.
+    Log {
+        /// Its path.
+        path: String,
+        /// The highest id it ever gave.
+        last_id: u64,
+        /// Its retention: the newest this many entries.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keep_last: Option<u64>,
+        /// Its retention: entries younger than this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_age_seconds: Option<u64>,
+    },
     /// A log entry.
     LogEntry {
         /// Its log.
@@ -95,6 +108,9 @@ pub enum Line {
         summaries: u64,
         /// `log_entry` lines.
         log_entries: u64,
+        /// `log` lines (none in exports from before logs had them).
+        #[serde(default)]
+        logs: u64,
         /// The agent's successful tool calls.
         total_operations: u64,
     },
@@ -111,11 +127,13 @@ pub struct Tally {
     pub summaries: u64,
     /// Log entries.
     pub log_entries: u64,
+    /// Logs.
+    pub logs: u64,
 }
 
 impl Tally {
     fn lines(&self) -> u64 {
-        self.files + self.versions + self.summaries + self.log_entries
+        self.files + self.versions + self.summaries + self.log_entries + self.logs
     }
 }
 
@@ -239,32 +257,59 @@ pub fn export(
             tally.summaries += 1;
         }
     }
-    let mut entries = tx
+    let mut logs = tx
         .prepare(
-            "SELECT path, id, is_text, body, created_at FROM log_entries
-             WHERE agent_id = ?1 ORDER BY path, id",
+            "SELECT path, last_id, keep_last, max_age_seconds FROM logs
+             WHERE agent_id = ?1 ORDER BY path",
         )
         .map_err(map_err)?;
-    let mut rows = entries.query([agent]).map_err(map_err)?;
-    while let Some(r) = rows.next().map_err(map_err)? {
-        let body: String = r.get(3).map_err(map_err)?;
-        let is_text: bool = r.get(2).map_err(map_err)?;
-        let (text, json) = if is_text {
-            (Some(body), None)
-        } else {
-            (None, Some(body))
-        };
-        let line = Line::LogEntry {
-            path: r.get(0).map_err(map_err)?,
-            id: to_u64(r.get(1).map_err(map_err)?),
-            text,
-            json,
-            created_at: r.get(4).map_err(map_err)?,
+    let mut entries = tx
+        .prepare(
+            "SELECT id, is_text, body, created_at FROM log_entries
+             WHERE agent_id = ?1 AND path = ?2 ORDER BY id",
+        )
+        .map_err(map_err)?;
+    let log_rows = logs
+        .query_map([agent], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                to_u64(r.get(1)?),
+                r.get::<_, Option<i64>>(2)?.map(to_u64),
+                r.get::<_, Option<i64>>(3)?.map(to_u64),
+            ))
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(map_err)?;
+    for (path, last_id, keep_last, max_age_seconds) in log_rows {
+        let line = Line::Log {
+            path: path.clone(),
+            last_id,
+            keep_last,
+            max_age_seconds,
         };
         write_line(out, &line)?;
-        tally.log_entries += 1;
-        if tally.log_entries % 1024 == 0 {
-            progress(tally.lines());
+        tally.logs += 1;
+        let mut rows = entries.query(params![agent, path]).map_err(map_err)?;
+        while let Some(r) = rows.next().map_err(map_err)? {
+            let body: String = r.get(2).map_err(map_err)?;
+            let is_text: bool = r.get(1).map_err(map_err)?;
+            let (text, json) = if is_text {
+                (Some(body), None)
+            } else {
+                (None, Some(body))
+            };
+            let line = Line::LogEntry {
+                path: path.clone(),
+                id: to_u64(r.get(0).map_err(map_err)?),
+                text,
+                json,
+                created_at: r.get(3).map_err(map_err)?,
+            };
+            write_line(out, &line)?;
+            tally.log_entries += 1;
+            if tally.log_entries % 1024 == 0 {
+                progress(tally.lines());
+            }
         }
     }
     write_line(
@@ -274,6 +319,7 @@ pub fn export(
             versions: tally.versions,
             summaries: tally.summaries,
             log_entries: tally.log_entries,
+            logs: tally.logs,
             total_operations,
         },
     )?;
@@ -289,6 +335,8 @@ struct Importer<'a> {
     file: Option<(i64, String, u64, u64, u64)>,
     tally: Tally,
     last_entry: Option<(String, u64)>,
+    /// The `log` line last read: (path, last id).
+    log: Option<(String, u64)>,
 }
 
 impl Importer<'_> {
@@ -409,6 +457,35 @@ impl Importer<'_> {
                 }
                 self.tally.summaries += 1;
             }
+            Line::Log {
+                path,
+                last_id,
+                keep_last,
+                max_age_seconds,
+            } => {
+                self.close_file().map_err(|e| e.to_string())?;
+                let number = |v: Option<u64>| v.map(to_i64).transpose().map_err(|e| e.to_string());
+                self.tx
+                    .execute(
+                        "INSERT INTO logs (agent_id, path, last_id, keep_last, max_age_seconds)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![
+                            self.agent,
+                            path,
+                            number(Some(last_id))?,
+                            number(keep_last)?,
+                            number(max_age_seconds)?
+                        ],
+                    )
+                    .map_err(|e| match e.sqlite_error_code() {
+                        Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                            format!("log {path:?} appears twice")
+                        }
+                        _ => map_err(e).to_string(),
+                    })?;
+                self.log = Some((path, last_id));
+                self.tally.logs += 1;
+            }
             Line::LogEntry {
                 path,
                 id,
@@ -417,6 +494,14 @@ impl Importer<'_> {
                 created_at,
             } => {
                 self.close_file().map_err(|e| e.to_string())?;
+                if let Some((log, last_id)) = &self.log
+                    && *log == path
+                    && id > *last_id
+                {
+                    return Err(format!(
+                        "log entry {path:?} #{id} is above the log's last id {last_id}"
+                    ));
+                }
                 let (is_text, body) = match (text, json) {
                     (Some(text), None) => (true, text),
                     (None, Some(json)) => {
@@ -498,7 +583,8 @@ pub fn import(
         .query_row(
             "SELECT EXISTS (SELECT 1 FROM agents WHERE agent_id = ?1)
                  OR EXISTS (SELECT 1 FROM files WHERE agent_id = ?1)
-                 OR EXISTS (SELECT 1 FROM log_entries WHERE agent_id = ?1)",
+                 OR EXISTS (SELECT 1 FROM log_entries WHERE agent_id = ?1)
+                 OR EXISTS (SELECT 1 FROM logs WHERE agent_id = ?1)",
             [&agent],
             |r| r.get(0),
         )
@@ -512,6 +598,7 @@ pub fn import(
             "DELETE FROM versions WHERE file_id IN (SELECT id FROM files WHERE agent_id = ?1)",
             "DELETE FROM files WHERE agent_id = ?1",
             "DELETE FROM log_entries WHERE agent_id = ?1",
+            "DELETE FROM logs WHERE agent_id = ?1",
             "DELETE FROM agents WHERE agent_id = ?1",
         ] {
             tx.execute(sql, [&agent]).map_err(map_err)?;
@@ -524,6 +611,7 @@ pub fn import(
         file: None,
         tally: Tally::default(),
         last_entry: None,
+        log: None,
     };
     let mut end = None;
     for text in lines {
@@ -545,12 +633,14 @@ pub fn import(
     }
     importer.close_file()?;
     index::rebuild(&tx, Some(&agent))?;
+    logs::backfill(&tx, Some(&agent))?;
     let tally = importer.tally;
     let Some(Line::End {
         files,
         versions,
         summaries,
         log_entries,
+        logs: log_lines,
         total_operations,
     }) = end
     else {
@@ -564,6 +654,7 @@ pub fn import(
         versions,
         summaries,
         log_entries,
+        logs: log_lines,
     };
     if said != tally {
         return Err(malformed(
