@@ -12,6 +12,7 @@
 //! - [`service`]: one tool call, start to finish, as one transaction.
 //! - `tools`: MCP names, schemas and JSON shapes of the tools.
 //! - [`mcp`]: the MCP server (rmcp) over stdio.
+//! - [`resources`]: scratchpad files as MCP resources.
 //! - [`settings`]: flags, environment, the config file and per-user defaults.
 //! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
 
@@ -19,6 +20,7 @@ pub mod bindings;
 pub mod imports;
 pub mod mcp;
 pub mod ops;
+pub mod resources;
 pub mod sandbox;
 pub mod service;
 pub mod settings;

@@ -5,12 +5,15 @@
 //! loop keeps reading while calls run. What a caller can fix comes back as a tool result with
 //! `isError: true`; only an unknown tool is a protocol error.
 
+use crate::bindings::ToolError;
+use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
 use crate::tools::ToolName;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -51,6 +54,31 @@ impl McpServer {
     }
 }
 
+/// Runs resource work on the blocking pool, as tool calls run.
+async fn blocking<R: Send + 'static>(
+    work: impl FnOnce() -> Result<R, ResourceError> + Send + 'static,
+) -> Result<R, McpError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| McpError::internal_error("the resource request was abandoned", None))?
+        .map_err(resource_error)
+}
+
+/// A bad URI or cursor is the caller's to fix; a missing file is not found; anything else
+/// (a busy or full store) is the server's, with the same words a tool call would have.
+fn resource_error(e: ResourceError) -> McpError {
+    match e {
+        ResourceError::Invalid(m) => McpError::invalid_params(m, None),
+        ResourceError::Call(e @ CallError::Tool(ToolError::NotFound(_))) => {
+            McpError::resource_not_found(e.to_string(), None)
+        }
+        ResourceError::Call(e @ CallError::Tool(ToolError::InvalidArgument(_))) => {
+            McpError::invalid_params(e.to_string(), None)
+        }
+        ResourceError::Call(e) => McpError::internal_error(e.to_string(), None),
+    }
+}
+
 /// A tool as `tools/list` shows it. Results are `structuredContent` without a declared
 /// `outputSchema`: their shapes are documented, and the schemas would cost every session
 /// about 1,400 tokens of context. Annotations say what differs from MCP's defaults (which
@@ -78,12 +106,17 @@ fn describe(tool: ToolName) -> Tool {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "scratchpad-mcp",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "scratchpad-mcp",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -92,6 +125,57 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let service = Arc::clone(&self.service);
+        let cursor = request.and_then(|r| r.cursor);
+        let (listed, next) = blocking(move || resources::list(&service, cursor.as_deref())).await?;
+        let items = listed
+            .into_iter()
+            .map(|l| {
+                Resource::new(l.uri, l.path.clone())
+                    .with_description(format!("version {} of agent {}'s file", l.version, l.agent))
+                    .with_mime_type(resources::mime_type(&l.path))
+                    .with_size(l.bytes)
+            })
+            .collect();
+        let mut page = ListResourcesResult::with_all_items(items);
+        page.next_cursor = next;
+        Ok(page)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let template = ResourceTemplate::new(resources::TEMPLATE, "scratchpad file")
+            .with_description("A file's current version, by agent id and path.");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let service = Arc::clone(&self.service);
+        let uri = request.uri;
+        let read_uri = uri.clone();
+        let text = blocking(move || resources::read(&service, &read_uri)).await?;
+        let (_, path) = resources::parse(&uri).map_err(resource_error)?;
+        let contents = ResourceContents::TextResourceContents {
+            mime_type: Some(resources::mime_type(path).into()),
+            uri,
+            text,
+            meta: None,
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn call_tool(

@@ -4,7 +4,7 @@
 //! This is the one path every call takes, whichever transport it came by.
 
 use crate::bindings::{
-    LimitOverrides, NO_OVERRIDES, StorageError, SummariserError, ToolError, Tools, api,
+    FileMeta, LimitOverrides, NO_OVERRIDES, StorageError, SummariserError, ToolError, Tools, api,
 };
 use crate::imports::CallState;
 use crate::sandbox::{Sandbox, SandboxError};
@@ -101,6 +101,18 @@ impl Service {
     /// The same with the operator's limits.
     pub fn with_limits(self, limits: LimitOverrides) -> Self {
         Self { limits, ..self }
+    }
+
+    /// Existing files of every agent after `after`, for MCP resources (see
+    /// [`Backend::all_files`]).
+    pub fn all_files(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: u32,
+    ) -> Result<Vec<(String, FileMeta)>, CallError> {
+        self.backend
+            .all_files(after, limit)
+            .map_err(CallError::Storage)
     }
 
     /// Calls the tool `name` with MCP arguments; the result is the tool's structured content.

@@ -279,3 +279,38 @@ def test_search_finds_a_fact_for_far_fewer_bytes_than_reading(db, era):
             assert searched * 20 < read
 
     run(go())
+
+
+def test_files_are_resources_a_person_can_attach(db, era):
+    long = "".join(f"{i:05}: a long line of notes for the resource test\n" for i in range(3000))
+
+    async def go():
+        async with connect(db, era) as s:
+            for i in range(120):
+                await s.ok("write_file", agent_id="a", path=f"notes/n{i:03}.md", content=f"note {i}")
+            await s.ok("write_file", agent_id="b", path="big.txt", content=long)
+            c = s.client
+            first = await c.list_resources()
+            assert len(first.resources) == 100 and first.next_cursor
+            rest = await c.list_resources(cursor=first.next_cursor)
+            uris = [str(r.uri) for r in first.resources + rest.resources]
+            assert len(uris) == 121 and len(set(uris)) == 121 and rest.next_cursor is None
+            assert uris[0] == "scratchpad://a/notes/n000.md"
+            assert first.resources[0].mime_type == "text/markdown"
+            templates = await c.list_resource_templates()
+            assert templates.resource_templates[0].uri_template == "scratchpad://{agent_id}/{+path}"
+            # A file longer than one tool answer still reads whole as a resource.
+            big = await c.read_resource("scratchpad://b/big.txt")
+            assert big.contents[0].text == long
+            small = await c.read_resource("scratchpad://a/notes/n007.md")
+            assert small.contents[0].text == "note 7"
+            for bad, words in [("scratchpad://a/missing.md", "no file at path"),
+                               ("file:///etc/passwd", "resource URIs look like")]:
+                try:
+                    await c.read_resource(bad)
+                except Exception as e:  # the SDK raises the JSON-RPC error
+                    assert words in str(e), e
+                else:
+                    raise AssertionError(f"{bad} should fail")
+
+    run(go())

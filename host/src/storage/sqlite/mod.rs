@@ -272,6 +272,38 @@ impl Backend for Sqlite {
             uncounted: Arc::clone(&self.uncounted),
         }))
     }
+
+    fn all_files(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: u32,
+    ) -> Result<Vec<(String, FileMeta)>, StoreError> {
+        let conn = self.take()?;
+        let (agent, path) = after.unwrap_or(("", ""));
+        let found = conn
+            .prepare_cached(
+                "SELECT agent_id, path, current_version, current_bytes, updated_at FROM files
+                 WHERE current_version IS NOT NULL AND (agent_id, path) > (?1, ?2)
+                 ORDER BY agent_id, path LIMIT ?3",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![agent, path, limit], |r| {
+                    Ok((
+                        r.get(0)?,
+                        FileMeta {
+                            path: r.get(1)?,
+                            version: to_u64(r.get(2)?),
+                            bytes: to_u64(r.get(3)?),
+                            updated_at: r.get(4)?,
+                        },
+                    ))
+                })?
+                .collect()
+            })
+            .map_err(map_err);
+        give_back(&self.pool, conn);
+        found
+    }
 }
 
 /// A summary written during a read call, stored after it.
