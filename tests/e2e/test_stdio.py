@@ -314,3 +314,23 @@ def test_files_are_resources_a_person_can_attach(db, era):
                     raise AssertionError(f"{bad} should fail")
 
     run(go())
+
+
+def test_read_files_and_forget_log_over_stdio(db, era):
+    async def go():
+        async with connect(db, era) as s:
+            await s.ok("write_file", agent_id="a", path="ctx/plan.md", content="the plan")
+            await s.ok("write_file", agent_id="a", path="ctx/huge.md", content="word " * 30_000)
+            warm = await s.ok("read_files", agent_id="a", prefix="ctx/", max_tokens=2_000)
+            assert [f["path"] for f in warm["files"]] == ["ctx/plan.md"]
+            assert warm["left_out"][0]["path"] == "ctx/huge.md" and warm["tokens"] <= 2_000
+            for i in range(6):
+                await s.ok("append_log", agent_id="a", path="run", entry={"step": i})
+            kept = await s.ok("forget_log", agent_id="a", path="run", keep_last=2)
+            assert (kept["removed"], kept["remaining"]) == (4, 2)
+            page = await s.ok("read_log", agent_id="a", path="run")
+            assert [e["id"] for e in page["entries"]] == [5, 6]
+            usage = await s.ok("get_usage_stats", agent_id="a")
+            assert usage["log_entry_count"] == 2
+
+    run(go())
