@@ -12,7 +12,7 @@
 //! - [`names`]: agent ids, paths and prefixes, parsed once at the boundary.
 //! - [`diff`]: lossless line diffs with `similar`, compacted for tokens, and their inverse.
 //! - [`ports`]: the storage and summariser the logic runs against.
-//! - [`tools`]: the eight tools, one function each.
+//! - [`tools`]: the tools, one function each.
 //! - `testing` (tests and the `testing` feature): in-memory ports, and the property checks
 //!   that the property tests and the fuzz targets share.
 //! - `component` (wasm only): binds the tools to the WIT exports and the ports to the imports.
