@@ -54,6 +54,7 @@ impl Ways {
                 cache_dir: Some(cache.clone()),
                 limits: scratchpad_mcp::bindings::NO_OVERRIDES,
                 anthropic: no_key(),
+                http: Default::default(),
             })
             .unwrap(),
         }

@@ -37,6 +37,7 @@ fn fixture() -> &'static Fixture {
             db: dir.path().join("fuzz.db"),
             cache_dir: Some(dir.path().join("cache")),
             limits: scratchpad_mcp::bindings::NO_OVERRIDES,
+            http: Default::default(),
             anthropic: AnthropicConfig {
                 api_key: None,
                 base_url: "http://127.0.0.1:9".into(),

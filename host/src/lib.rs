@@ -11,13 +11,19 @@
 //! - [`summariser`]: Claude over the Anthropic Messages API.
 //! - [`service`]: one tool call, start to finish, as one transaction.
 //! - `tools`: MCP names, schemas and JSON shapes of the tools.
-//! - [`mcp`]: the MCP server (rmcp) over stdio.
+//! - [`mcp`]: the MCP server (rmcp), over stdio or HTTP.
+//! - [`http`]: hosted mode: Streamable HTTP, `/health`, `/metrics`, bearer keys.
+//! - [`keys`]: API keys, kept hashed, each bound to agents and a scope.
+//! - [`gate`]: per-call checks of hosted mode (key, rate) and the call metrics.
 //! - [`resources`]: scratchpad files as MCP resources.
 //! - [`settings`]: flags, environment, the config file and per-user defaults.
 //! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
 
 pub mod bindings;
+pub mod gate;
+pub mod http;
 pub mod imports;
+pub mod keys;
 pub mod mcp;
 pub mod ops;
 pub mod resources;

@@ -6,10 +6,10 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use scratchpad_mcp::mcp::McpServer;
-use scratchpad_mcp::ops;
 use scratchpad_mcp::settings::{Flags, Resolved};
 use scratchpad_mcp::storage::admin;
 use scratchpad_mcp::{Service, Settings};
+use scratchpad_mcp::{keys, ops};
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,6 +52,10 @@ struct Cli {
     )]
     log: String,
 
+    /// How log lines look: text, or json (one object a line, for log collectors)
+    #[arg(long, value_name = "FORMAT", default_value = "text", global = true)]
+    log_format: LogFormat,
+
     /// Print the settings in force (as a config file, each value with where it came from)
     /// and exit
     #[arg(long)]
@@ -61,9 +65,30 @@ struct Cli {
     command: Option<Command>,
 }
 
+/// The shape of log lines on stderr.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
 /// What to do instead of serving MCP on stdio (the default).
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve MCP: on stdio (the default), or with --http as Streamable HTTP for many callers,
+    /// each with an API key (see `keys`)
+    Serve {
+        /// Listen for HTTP on this address [default: the config's http.listen, else 127.0.0.1:8765]
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+        http: Option<String>,
+    },
+    /// Manage the API keys of HTTP mode (kept hashed in the config file)
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
     /// Write the tool-logic component (wasm32-wasip2) this binary runs, for embedding it in
     /// another runtime; its interface is documented in wit/README.md
     Component {
@@ -120,6 +145,29 @@ enum Command {
     },
 }
 
+/// What `keys` does.
+#[derive(Debug, Subcommand)]
+enum KeysAction {
+    /// Make a key: printed once, only its SHA-256 is kept
+    Add {
+        /// A name to list and revoke it by
+        name: String,
+        /// An agent id it may act for (repeat for more)
+        #[arg(long = "agent", value_name = "ID", required = true)]
+        agents: Vec<String>,
+        /// It may only call tools that change nothing
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// List the keys: name, scope, agents
+    List,
+    /// Remove a key; running servers refuse it once restarted
+    Revoke {
+        /// Its name
+        name: String,
+    },
+}
+
 /// A plain level applies to this server and its MCP library only: trace logs from Cranelift
 /// compiling the component would run to gigabytes. A full filter is taken as written.
 fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
@@ -147,11 +195,29 @@ fn main() -> ExitCode {
 // With --print-config, stdout is the command's output: no MCP session runs.
 #[allow(clippy::print_stdout)]
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(log_filter(&cli.log)?)
-        .init();
+        .with_env_filter(log_filter(&cli.log)?);
+    match cli.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
+    // `keys add` is how a config file often starts: a named one that is missing is created.
+    if let (
+        Some(Command::Keys {
+            action: KeysAction::Add { .. },
+        }),
+        Some(path),
+    ) = (&cli.command, &cli.config)
+        && !path.exists()
+    {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(path, "").with_context(|| format!("cannot create {}", path.display()))?;
+    }
     let resolved = Settings::resolve(Flags {
         config: cli.config,
         db: cli.db,
@@ -163,8 +229,36 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         None => serve(resolved),
-        Some(command) => operate(command, &resolved),
+        Some(command) => operate(command, resolved),
     }
+}
+
+fn serve_http(resolved: Resolved, addr: &str) -> anyhow::Result<ExitCode> {
+    let flag =
+        if addr.is_empty() {
+            None
+        } else {
+            Some(addr.parse().with_context(|| {
+                format!("--http {addr:?} is not an address like 127.0.0.1:8765")
+            })?)
+        };
+    let settings = resolved.settings;
+    let addr = scratchpad_mcp::http::address(flag, &settings.http);
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let http = settings.http.clone();
+        let service = tokio::task::spawn_blocking(move || {
+            Service::open(&settings).with_context(|| {
+                format!("cannot start with the store at {}", settings.db.display())
+            })
+        })
+        .await??;
+        let router = scratchpad_mcp::http::router(Arc::new(service), &http)?;
+        eprintln!("scratchpad-mcp: serving MCP at http://{addr}/mcp");
+        scratchpad_mcp::http::serve(router, addr).await?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
@@ -184,9 +278,52 @@ fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
 
 // The subcommands print their results on stdout: no MCP session runs alongside them.
 #[allow(clippy::print_stdout)]
-fn operate(command: Command, resolved: &Resolved) -> anyhow::Result<ExitCode> {
+fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
     let db = &resolved.settings.db;
     match command {
+        Command::Serve { http: None } => return serve(resolved),
+        Command::Serve { http: Some(addr) } => return serve_http(resolved, &addr),
+        Command::Keys { action } => {
+            let file = resolved
+                .keys_file
+                .as_deref()
+                .context("no per-user config folder is known on this system; pass --config FILE")?;
+            match action {
+                KeysAction::Add {
+                    name,
+                    agents,
+                    read_only,
+                } => {
+                    let scope = if read_only {
+                        keys::Scope::ReadOnly
+                    } else {
+                        keys::Scope::ReadWrite
+                    };
+                    let key = keys::add(file, &name, &agents, scope)?;
+                    println!("{key}");
+                    eprintln!(
+                        "key {name:?} added to {} (only its hash is kept: this is the one time it is shown)",
+                        file.display()
+                    );
+                }
+                KeysAction::List => {
+                    for k in &resolved.settings.http.keys {
+                        let scope = match k.scope {
+                            keys::Scope::ReadOnly => "read-only",
+                            keys::Scope::ReadWrite => "read-write",
+                        };
+                        println!("{}\t{scope}\t{}", k.name, k.agents.join(","));
+                    }
+                }
+                KeysAction::Revoke { name } => {
+                    keys::revoke(file, &name)?;
+                    eprintln!(
+                        "key {name:?} revoked in {}; restart servers to apply",
+                        file.display()
+                    );
+                }
+            }
+        }
         Command::Component { out } => {
             std::fs::write(&out, scratchpad_mcp::sandbox::GUEST_COMPONENT)
                 .with_context(|| format!("cannot write the component to {}", out.display()))?;

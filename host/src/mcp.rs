@@ -6,6 +6,8 @@
 //! `isError: true`; only an unknown tool is a protocol error.
 
 use crate::bindings::ToolError;
+use crate::gate::{Gate, Metrics};
+use crate::keys::Identity;
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
 use crate::tools::ToolName;
@@ -17,7 +19,9 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// What a client's model reads first about this server.
 const INSTRUCTIONS: &str = "Persistent, token-efficient storage for agents. Pick one agent_id ([a-zA-Z0-9_-], up to 128 characters) and use it in every call: you see only your own data. \
@@ -35,6 +39,8 @@ summarize_file gives a cached summary of a long file. list_files, file_history a
 pub struct McpServer {
     service: Arc<Service>,
     tools: Arc<Vec<Tool>>,
+    gate: Arc<Gate>,
+    metrics: Arc<Metrics>,
 }
 
 impl McpServer {
@@ -43,6 +49,17 @@ impl McpServer {
         Self {
             service,
             tools: Arc::new(ToolName::ALL.into_iter().map(describe).collect()),
+            gate: Arc::default(),
+            metrics: Arc::default(),
+        }
+    }
+
+    /// The same behind hosted mode's checks, counting calls in `metrics`.
+    pub fn gated(self, gate: Arc<Gate>, metrics: Arc<Metrics>) -> Self {
+        Self {
+            gate,
+            metrics,
+            ..self
         }
     }
 
@@ -52,6 +69,15 @@ impl McpServer {
         running.waiting().await?;
         Ok(())
     }
+}
+
+/// The identity hosted mode's key check put on the HTTP request, if this call came by HTTP.
+fn identity(context: &RequestContext<RoleServer>) -> Option<Identity> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Identity>())
+        .cloned()
 }
 
 /// Runs resource work on the blocking pool, as tool calls run.
@@ -130,13 +156,16 @@ impl ServerHandler for McpServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let service = Arc::clone(&self.service);
         let cursor = request.and_then(|r| r.cursor);
         let (listed, next) = blocking(move || resources::list(&service, cursor.as_deref())).await?;
+        // By HTTP, a key sees its own agents' files only.
+        let caller = identity(&context);
         let items = listed
             .into_iter()
+            .filter(|l| caller.as_ref().is_none_or(|c| c.agents.contains(&l.agent)))
             .map(|l| {
                 Resource::new(l.uri, l.path.clone())
                     .with_description(format!("version {} of agent {}'s file", l.version, l.agent))
@@ -162,10 +191,16 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let service = Arc::clone(&self.service);
         let uri = request.uri;
+        if let Some(caller) = identity(&context) {
+            let (agent, _) = resources::parse(&uri).map_err(resource_error)?;
+            caller
+                .allows(agent, false)
+                .map_err(|m| McpError::invalid_params(m, None))?;
+        }
         let read_uri = uri.clone();
         let text = blocking(move || resources::read(&service, &read_uri)).await?;
         let (_, path) = resources::parse(&uri).map_err(resource_error)?;
@@ -181,14 +216,33 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let service = Arc::clone(&self.service);
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let outcome = tokio::task::spawn_blocking(move || service.call(&name, args))
+        let started = Instant::now();
+        // Metrics are labelled by known tools only: a caller's made-up name is not a label.
+        let label = ToolName::parse(&name).map_or("unknown", ToolName::as_str);
+        if let Some(caller) = identity(&context) {
+            let agent = args
+                .get("agent_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let writes = ToolName::parse(&name).is_none_or(|t| !t.hints().read_only);
+            if let Err(refusal) = self.gate.check(&caller, agent, writes) {
+                tracing::info!(tool = %name, key = %caller.name, %refusal, "refused at the gate");
+                self.metrics.record(label, "refused", started.elapsed());
+                let text = vec![ContentBlock::text(refusal.to_string())];
+                return Ok(CallToolResult::error(text).into());
+            }
+        }
+        let service = Arc::clone(&self.service);
+        let tool = name.clone();
+        let outcome = tokio::task::spawn_blocking(move || service.call(&tool, args))
             .await
             .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?;
+        let result = if outcome.is_ok() { "ok" } else { "error" };
+        self.metrics.record(label, result, started.elapsed());
         match outcome {
             Ok(value) => Ok(CallToolResult::structured(value).into()),
             Err(e @ CallError::UnknownTool(_)) => {

@@ -119,10 +119,17 @@ impl Service {
     pub fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, CallError> {
         let tool = ToolName::parse(name).ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
         let started = Instant::now();
+        // One span a call: tool, agent, outcome, duration; never content or keys.
+        let agent = args
+            .get("agent_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let span = tracing::info_span!("tool_call", tool = tool.as_str(), agent = %agent);
+        let _entered = span.enter();
         let result = self.dispatch(tool, args);
         tracing::info!(
-            tool = tool.as_str(),
-            ok = result.is_ok(),
+            outcome = if result.is_ok() { "ok" } else { "error" },
             micros = started.elapsed().as_micros() as u64,
             "tool call"
         );

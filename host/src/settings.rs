@@ -35,7 +35,36 @@ pub struct Settings {
     pub limits: LimitOverrides,
     /// The summariser.
     pub anthropic: AnthropicConfig,
+    /// Hosted mode (`serve --http`).
+    pub http: HttpSettings,
 }
+
+/// Where hosted mode listens, whom it lets in, and how fast.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    /// The address to listen on; loopback unless told otherwise.
+    #[serde(default)]
+    pub listen: Option<std::net::SocketAddr>,
+    /// `Host` values accepted besides loopback's (DNS-rebinding protection).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted; any other Origin gets 403.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Tool calls per second each agent may make (token bucket); none: no limit.
+    #[serde(default)]
+    pub calls_per_second: Option<f64>,
+    /// Calls an agent may make at once above that rate.
+    #[serde(default)]
+    pub burst: Option<u32>,
+    /// The API keys, hashed.
+    #[serde(default)]
+    pub keys: Vec<crate::keys::KeyEntry>,
+}
+
+/// Where hosted mode listens unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
 
 /// What the command line says, before the environment and the config file are consulted.
 #[derive(Clone, Debug, Default)]
@@ -113,6 +142,9 @@ pub struct Resolved {
     pub settings: Settings,
     /// The config file read, if any.
     pub config_file: Option<PathBuf>,
+    /// The config file `keys add` and `keys revoke` change: the one read, else the
+    /// per-user one (created when needed).
+    pub keys_file: Option<PathBuf>,
     /// `(key, TOML value, source)` for every setting, in the config file's order.
     report: Vec<(String, String, Source)>,
 }
@@ -127,6 +159,8 @@ struct ConfigFile {
     limits: BTreeMap<String, u64>,
     #[serde(default)]
     summariser: SummariserSection,
+    #[serde(default)]
+    http: HttpSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -184,16 +218,15 @@ impl Settings {
             .config
             .clone()
             .or_else(|| env("SCRATCHPAD_CONFIG").map(PathBuf::from));
+        let default = config_dir.map(|d| d.join("scratchpad-mcp").join(CONFIG_FILE));
         let (file, config_file) = match explicit {
             Some(path) => (read_config(&path)?, Some(path)),
-            None => {
-                let default = config_dir.map(|d| d.join("scratchpad-mcp").join(CONFIG_FILE));
-                match default.filter(|p| p.exists()) {
-                    Some(path) => (read_config(&path)?, Some(path)),
-                    None => (ConfigFile::default(), None),
-                }
-            }
+            None => match default.clone().filter(|p| p.exists()) {
+                Some(path) => (read_config(&path)?, Some(path)),
+                None => (ConfigFile::default(), None),
+            },
         };
+        let keys_file = config_file.clone().or(default);
         let origin = config_file
             .as_deref()
             .map_or_else(String::new, |p| format!("config file {}", p.display()));
@@ -311,10 +344,12 @@ impl Settings {
                 base_url: base_url.0,
                 model: model.0,
             },
+            http: file.http,
         };
         Ok(Resolved {
             settings,
             config_file,
+            keys_file,
             report,
         })
     }
@@ -340,6 +375,21 @@ impl Resolved {
             "not set"
         };
         let _ = writeln!(out, "# ANTHROPIC_API_KEY: {key_state}");
+        let http = &self.settings.http;
+        let listen = http
+            .listen
+            .map_or(DEFAULT_LISTEN.to_owned(), |a| a.to_string());
+        let names: Vec<&str> = http.keys.iter().map(|k| k.name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "# serve --http: listens on {listen}; {} API key(s){}",
+            names.len(),
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", names.join(", "))
+            }
+        );
         let mut section = "";
         for (key, value, source) in &self.report {
             let (table, name) = key.split_once('.').unwrap_or(("", key));

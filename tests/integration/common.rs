@@ -37,6 +37,7 @@ fn settings(db: &Path, anthropic: &AnthropicConfig, limits: LimitOverrides) -> S
         cache_dir: Some(cache_dir()),
         limits,
         anthropic: anthropic.clone(),
+        http: Default::default(),
     }
 }
 

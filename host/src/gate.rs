@@ -1,0 +1,174 @@
+//! What hosted mode checks before a call does any storage work: the caller's key allows
+//! the agent and the kind of tool, and the agent is within its rate. And what it counts:
+//! calls per tool and outcome, for `/metrics`.
+
+use crate::keys::Identity;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A token bucket per agent.
+#[derive(Debug)]
+pub struct RateLimiter {
+    per_second: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    /// `per_second` calls a second on average, `burst` at once.
+    pub fn new(per_second: f64, burst: u32) -> Self {
+        Self {
+            per_second,
+            burst: f64::from(burst.max(1)),
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Takes one call for `agent`, or says how long to wait for one.
+    pub fn take(&self, agent: &str) -> Result<(), Duration> {
+        self.take_at(agent, Instant::now())
+    }
+
+    fn take_at(&self, agent: &str, now: Instant) -> Result<(), Duration> {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let (tokens, last) = buckets.entry(agent.to_owned()).or_insert((self.burst, now));
+        let refilled =
+            (*tokens + now.duration_since(*last).as_secs_f64() * self.per_second).min(self.burst);
+        *last = now;
+        if refilled >= 1.0 {
+            *tokens = refilled - 1.0;
+            Ok(())
+        } else {
+            *tokens = refilled;
+            Err(Duration::from_secs_f64((1.0 - refilled) / self.per_second))
+        }
+    }
+}
+
+/// Why a call was stopped at the gate. Its text is the tool result the caller reads.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    /// The key does not allow this agent or this kind of tool.
+    #[error("{0}")]
+    Key(String),
+    /// The agent is over its rate.
+    #[error(
+        "rate limit: agent {agent:?} may make {per_second} calls a second; retry in {wait_ms} ms (nothing was changed)"
+    )]
+    Rate {
+        /// The agent.
+        agent: String,
+        /// Its rate.
+        per_second: f64,
+        /// How long to wait.
+        wait_ms: u64,
+    },
+}
+
+/// The checks of hosted mode.
+#[derive(Debug, Default)]
+pub struct Gate {
+    /// Per-agent rate, if one is configured.
+    pub limiter: Option<RateLimiter>,
+}
+
+impl Gate {
+    /// Checks a call for `agent` (writing or not) by `identity`, before any storage work.
+    pub fn check(&self, identity: &Identity, agent: &str, writes: bool) -> Result<(), Refusal> {
+        identity.allows(agent, writes).map_err(Refusal::Key)?;
+        if let Some(limiter) = &self.limiter {
+            limiter.take(agent).map_err(|wait| Refusal::Rate {
+                agent: agent.to_owned(),
+                per_second: limiter.per_second,
+                wait_ms: wait.as_millis().max(1) as u64,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// (tool, outcome) of a counted call.
+type CallKind = (&'static str, &'static str);
+
+/// Calls per (tool, outcome), and their total time in seconds.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    calls: Mutex<BTreeMap<CallKind, (u64, f64)>>,
+}
+
+impl Metrics {
+    /// Counts one call of a known tool (`unknown` for any other name).
+    pub fn record(&self, tool: &'static str, outcome: &'static str, took: Duration) {
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = calls.entry((tool, outcome)).or_default();
+        entry.0 += 1;
+        entry.1 += took.as_secs_f64();
+    }
+
+    /// The counts in Prometheus' text format.
+    pub fn render(&self) -> String {
+        let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = String::from(
+            "# HELP scratchpad_tool_calls_total Tool calls by tool and outcome.\n\
+             # TYPE scratchpad_tool_calls_total counter\n",
+        );
+        for ((tool, outcome), (count, _)) in calls.iter() {
+            let _ = writeln!(
+                out,
+                "scratchpad_tool_calls_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {count}"
+            );
+        }
+        out.push_str(
+            "# HELP scratchpad_tool_call_seconds_total Time spent in tool calls by tool and outcome.\n\
+             # TYPE scratchpad_tool_call_seconds_total counter\n",
+        );
+        for ((tool, outcome), (_, seconds)) in calls.iter() {
+            let _ = writeln!(
+                out,
+                "scratchpad_tool_call_seconds_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {seconds:.6}"
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_refills_at_its_rate() {
+        let limiter = RateLimiter::new(2.0, 2);
+        let start = Instant::now();
+        assert!(limiter.take_at("a", start).is_ok());
+        assert!(limiter.take_at("a", start).is_ok());
+        let wait = limiter.take_at("a", start).unwrap_err();
+        assert_eq!(wait, Duration::from_millis(500));
+        assert!(
+            limiter.take_at("b", start).is_ok(),
+            "agents have buckets of their own"
+        );
+        assert!(
+            limiter
+                .take_at("a", start + Duration::from_millis(500))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn metrics_render_as_prometheus_text() {
+        let m = Metrics::default();
+        m.record("write_file", "ok", Duration::from_millis(2));
+        m.record("write_file", "ok", Duration::from_millis(3));
+        let text = m.render();
+        assert!(
+            text.contains("scratchpad_tool_calls_total{tool=\"write_file\",outcome=\"ok\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "scratchpad_tool_call_seconds_total{tool=\"write_file\",outcome=\"ok\"} 0.005000\n"
+        ));
+    }
+}

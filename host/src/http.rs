@@ -1,0 +1,138 @@
+//! Hosted mode: MCP over Streamable HTTP (rmcp's server, on axum), for one service shared by
+//! many callers.
+//!
+//! - `/mcp`: the MCP endpoint, behind bearer keys ([`crate::keys`]). rmcp validates `Host`
+//!   (loopback plus `allowed_hosts`, against DNS rebinding) and `Origin` (only
+//!   `allowed_origins`; any other is 403). The caller's identity is the key's; the gate in
+//!   [`crate::mcp`] refuses a call for another agent, a write with a read-only key, or an
+//!   agent over its rate, before any storage work.
+//! - `/health`: no key, no store: says the process is serving.
+//! - `/metrics`: call counts and times by tool and outcome, in Prometheus' text format.
+//!
+//! The server refuses to start with no key configured: an open door is never the default.
+
+use crate::gate::{Gate, Metrics, RateLimiter};
+use crate::keys::Keys;
+use crate::mcp::McpServer;
+use crate::service::Service;
+use crate::settings::{DEFAULT_LISTEN, HttpSettings};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Why hosted mode could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// No API key is configured.
+    #[error(
+        "serve --http needs at least one API key: add one with `scratchpad-mcp keys add NAME --agent ID` (it goes into the config file, hashed)"
+    )]
+    NoKeys,
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {reason}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        reason: String,
+    },
+    /// The server stopped with an error.
+    #[error("the HTTP server failed: {0}")]
+    Serve(String),
+}
+
+/// Where it listens: `--http ADDR`, else the config's `listen`, else loopback.
+pub fn address(flag: Option<SocketAddr>, http: &HttpSettings) -> SocketAddr {
+    flag.or(http.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("the default address parses"))
+}
+
+/// The router: `/mcp` behind the keys, `/health` and `/metrics` open.
+pub fn router(service: Arc<Service>, http: &HttpSettings) -> Result<axum::Router, HttpError> {
+    let keys = Keys::new(&http.keys);
+    if keys.is_empty() {
+        return Err(HttpError::NoKeys);
+    }
+    let metrics = Arc::new(Metrics::default());
+    let gate = Arc::new(Gate {
+        limiter: http
+            .calls_per_second
+            .map(|rate| RateLimiter::new(rate, http.burst.unwrap_or(rate.ceil() as u32))),
+    });
+    let server = McpServer::new(service).gated(gate, Arc::clone(&metrics));
+    let mut config = StreamableHttpServerConfig::default();
+    config
+        .allowed_hosts
+        .extend(http.allowed_hosts.iter().cloned());
+    config.allowed_origins = http.allowed_origins.clone();
+    let config = config.enforce_origin_validation();
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let protected = axum::Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(Arc::new(keys), authenticate));
+    Ok(axum::Router::new()
+        .route("/health", get(|| async { "ok\n" }))
+        .route(
+            "/metrics",
+            get(move || {
+                let text = metrics.render();
+                async move { ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text) }
+            }),
+        )
+        .merge(protected))
+}
+
+/// Serves until Ctrl-C.
+pub async fn serve(router: axum::Router, addr: SocketAddr) -> Result<(), HttpError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| HttpError::Bind {
+            addr,
+            reason: e.to_string(),
+        })?;
+    tracing::info!(%addr, "serving MCP over HTTP at /mcp");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|e| HttpError::Serve(e.to_string()))
+}
+
+/// Lets a request with a known bearer key through, carrying its identity; 401 otherwise.
+async fn authenticate(State(keys): State<Arc<Keys>>, mut request: Request, next: Next) -> Response {
+    let key = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match key.and_then(|k| keys.identify(k)) {
+        Some(identity) => {
+            request.extensions_mut().insert(identity.clone());
+            next.run(request).await
+        }
+        None => {
+            let reason = if key.is_some() {
+                "the API key is not known (revoked or mistyped)"
+            } else {
+                "an API key is needed: send it as Authorization: Bearer KEY"
+            };
+            let mut response = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! API keys for hosted mode: each bound to one or more agent ids and a scope.
+//!
+//! Only a key's SHA-256 is kept (in the config file's `[[http.keys]]`); the key itself is
+//! shown once, when `scratchpad-mcp keys add` makes it. A request's identity is the key's,
+//! never the `agent_id` it names: a call for another agent, or a write with a read-only key,
+//! is refused before any storage work. No key, and no hash, ever reaches a log or an error.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// What a key may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// Only the tools that change nothing.
+    ReadOnly,
+    /// Every tool.
+    ReadWrite,
+}
+
+/// A key as the config file holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyEntry {
+    /// A name to list and revoke it by.
+    pub name: String,
+    /// SHA-256 of the key, hex.
+    pub sha256: String,
+    /// The agent ids it may act as.
+    pub agents: Vec<String>,
+    /// What it may do.
+    pub scope: Scope,
+}
+
+/// Who a request is, by its key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// The key's name (for logs; never the key).
+    pub name: String,
+    /// The agent ids it may act as.
+    pub agents: Vec<String>,
+    /// What it may do.
+    pub scope: Scope,
+}
+
+impl Identity {
+    /// Whether this identity may call a tool for `agent`, writing or not; the refusal says
+    /// which rule and names the agents the key is for (never the key).
+    pub fn allows(&self, agent: &str, writes: bool) -> Result<(), String> {
+        if !self.agents.iter().any(|a| a == agent) {
+            return Err(format!(
+                "this key (\"{}\") acts for agent {}; it cannot act for agent {agent:?}",
+                self.name,
+                self.agents.join(", ")
+            ));
+        }
+        if writes && self.scope == Scope::ReadOnly {
+            return Err(format!(
+                "this key (\"{}\") is read-only; the tool changes data",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The configured keys, by hash.
+#[derive(Clone, Debug, Default)]
+pub struct Keys(HashMap<String, Identity>);
+
+/// SHA-256 of a key, hex.
+pub fn hash(key: &str) -> String {
+    Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Keys {
+    /// The keys of a config.
+    pub fn new(entries: &[KeyEntry]) -> Self {
+        Self(
+            entries
+                .iter()
+                .map(|e| {
+                    let identity = Identity {
+                        name: e.name.clone(),
+                        agents: e.agents.clone(),
+                        scope: e.scope,
+                    };
+                    (e.sha256.to_ascii_lowercase(), identity)
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether no key is configured.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The identity of a bearer key, if it is one of ours.
+    pub fn identify(&self, key: &str) -> Option<&Identity> {
+        self.0.get(&hash(key))
+    }
+}
+
+/// Why the keys in a config file could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    /// The file could not be read or written.
+    #[error("{0}")]
+    Io(String),
+    /// The file is not TOML of the expected shape.
+    #[error("config file {path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A name is taken, unknown or unusable, or an agent list is empty.
+    #[error("{0}")]
+    Refused(String),
+}
+
+fn load(path: &Path) -> Result<toml_edit::DocumentMut, KeysError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(KeysError::Io(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    text.parse()
+        .map_err(|e: toml_edit::TomlError| KeysError::Invalid {
+            path: path.display().to_string(),
+            reason: e.message().to_owned(),
+        })
+}
+
+fn save(path: &Path, doc: &toml_edit::DocumentMut) -> Result<(), KeysError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| KeysError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let partial = path.with_extension("toml.partial");
+    std::fs::write(&partial, doc.to_string())
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|e| KeysError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+fn keys_array(
+    doc: &mut toml_edit::DocumentMut,
+) -> Result<&mut toml_edit::ArrayOfTables, KeysError> {
+    let http = doc
+        .entry("http")
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| KeysError::Refused("[http] in the config file is not a table".into()))?;
+    http.entry("keys")
+        .or_insert_with(|| toml_edit::Item::ArrayOfTables(toml_edit::ArrayOfTables::new()))
+        .as_array_of_tables_mut()
+        .ok_or_else(|| {
+            KeysError::Refused("http.keys in the config file is not [[http.keys]]".into())
+        })
+}
+
+fn name_of(table: &toml_edit::Table) -> Option<&str> {
+    table.get("name").and_then(|n| n.as_str())
+}
+
+/// Makes a key for `agents` with `scope`, records its hash under `name` in the config file
+/// at `path` (created if missing, comments kept), and returns the key: the only time it is
+/// shown.
+pub fn add(path: &Path, name: &str, agents: &[String], scope: Scope) -> Result<String, KeysError> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(KeysError::Refused(format!(
+            "a key's name may contain only [a-zA-Z0-9_.-] (got {name:?})"
+        )));
+    }
+    if agents.is_empty() {
+        return Err(KeysError::Refused(
+            "a key needs at least one --agent".into(),
+        ));
+    }
+    let mut doc = load(path)?;
+    let keys = keys_array(&mut doc)?;
+    if keys.iter().any(|t| name_of(t) == Some(name)) {
+        return Err(KeysError::Refused(format!(
+            "a key named {name:?} exists; revoke it first or pick another name"
+        )));
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| KeysError::Io(format!("no randomness: {e}")))?;
+    let key = format!(
+        "sk-scratchpad-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    let mut table = toml_edit::Table::new();
+    table["name"] = toml_edit::value(name);
+    table["sha256"] = toml_edit::value(hash(&key));
+    let mut list = toml_edit::Array::new();
+    agents.iter().for_each(|a| list.push(a.as_str()));
+    table["agents"] = toml_edit::value(list);
+    table["scope"] = toml_edit::value(match scope {
+        Scope::ReadOnly => "read-only",
+        Scope::ReadWrite => "read-write",
+    });
+    keys.push(table);
+    save(path, &doc)?;
+    Ok(key)
+}
+
+/// Removes the key named `name` from the config file; servers refuse it once restarted.
+pub fn revoke(path: &Path, name: &str) -> Result<(), KeysError> {
+    let mut doc = load(path)?;
+    let keys = keys_array(&mut doc)?;
+    let before = keys.len();
+    keys.retain(|t| name_of(t) != Some(name));
+    if keys.len() == before {
+        return Err(KeysError::Refused(format!("no key is named {name:?}")));
+    }
+    save(path, &doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_kept_hashed_and_identify_their_agents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "# my settings\n[limits]\nmax_files = 5\n").unwrap();
+        let key = add(&path, "ci", &["a".into(), "b".into()], Scope::ReadOnly).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains(&key) && text.contains(&hash(&key)) && text.starts_with("# my settings")
+        );
+        assert!(add(&path, "ci", &["a".into()], Scope::ReadWrite).is_err());
+        let entries: toml::Table = toml::from_str(&text).unwrap();
+        let parsed: Vec<KeyEntry> = entries["http"]["keys"].clone().try_into().unwrap();
+        let keys = Keys::new(&parsed);
+        let who = keys.identify(&key).unwrap();
+        assert_eq!(who.allows("b", false), Ok(()));
+        assert!(
+            who.allows("c", false)
+                .unwrap_err()
+                .contains("cannot act for agent \"c\"")
+        );
+        assert!(who.allows("a", true).unwrap_err().contains("read-only"));
+        assert!(keys.identify("sk-scratchpad-nope").is_none());
+        revoke(&path, "ci").unwrap();
+        assert!(revoke(&path, "ci").is_err());
+    }
+}
