@@ -13,24 +13,25 @@ use crate::diff::{self, Form};
 use crate::limits::quotas;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::Storage;
-use crate::{FileMeta, ToolError};
+use crate::{FileMeta, Quotas, ToolError};
 
 /// Stores content as a new version, unless it equals the current one; prunes to the newest
 /// `versions_kept` in the same transaction.
 pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
-    check_size(s, &agent, &r.content)?;
+    let q = quotas(&s.limits(&agent));
+    check_size(&q, &r.content)?;
     let state = s.stat_file(&agent, &path)?;
     if let Some(expected) = r.expected_version {
         expect_version(&path, current_version(state.as_ref()), expected)?;
     }
-    store(s, &agent, &path, state, r.content)
+    store(s, &q, &agent, &path, state, r.content)
 }
 
 /// Refuses content over the agent's write limit.
-fn check_size(s: &impl Storage, agent: &AgentId, content: &str) -> Result<(), ToolError> {
-    let limit = quotas(&s.limits(agent)).max_write_bytes;
+fn check_size(q: &Quotas, content: &str) -> Result<(), ToolError> {
+    let limit = q.max_write_bytes;
     let bytes = content.len() as u64;
     if bytes > limit {
         return Err(ToolError::InvalidArgument(format!(
@@ -67,12 +68,12 @@ fn expect_version(path: &FilePath, current: u64, expected: u64) -> Result<(), To
 /// `state`: the one place that applies the quotas and pruning.
 fn store(
     s: &impl Storage,
+    q: &Quotas,
     agent: &AgentId,
     path: &FilePath,
     state: Option<FileState>,
     content: String,
 ) -> Result<WriteFileResult, ToolError> {
-    let q = quotas(&s.limits(agent));
     let bytes = content.len() as u64;
     let (last_version, kept) = state.map_or((0, Vec::new()), |st| (st.last_version, st.kept));
     if let Some(current) = kept.last()
@@ -144,8 +145,9 @@ pub fn edit_file(s: &impl Storage, r: EditFileRequest) -> Result<WriteFileResult
             ToolError::InvalidArgument(format!("edit {} of {}: {reason}", i + 1, r.edits.len()))
         })?;
     }
-    check_size(s, &agent, &content)?;
-    store(s, &agent, &path, state, content)
+    let q = quotas(&s.limits(&agent));
+    check_size(&q, &content)?;
+    store(s, &q, &agent, &path, state, content)
 }
 
 /// The kept versions with their sizes, times and content hashes.
