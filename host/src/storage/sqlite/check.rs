@@ -153,6 +153,15 @@ const CHECKS: &[(&str, &str)] = &[
          HAVING l.last_id IS NULL OR max(e.id) > l.last_id",
     ),
     (
+        "a log whose entry count is not the entries it holds",
+        "SELECT l.agent_id || ' ' || l.path || ': ' || l.entries || ' counted, '
+                || (SELECT count(*) FROM log_entries e
+                    WHERE e.agent_id = l.agent_id AND e.path = l.path) || ' held'
+         FROM logs l
+         WHERE l.entries != (SELECT count(*) FROM log_entries e
+                             WHERE e.agent_id = l.agent_id AND e.path = l.path)",
+    ),
+    (
         "a current file version missing from the search index",
         "SELECT f.agent_id || ' ' || f.path || ' v' || f.current_version
          FROM files f

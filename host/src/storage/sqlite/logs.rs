@@ -1,5 +1,10 @@
 //! What a log is beyond its entries: the last id it ever gave (so ids never repeat after
-//! entries are removed) and its retention, one row per log in `logs`; and removing entries.
+//! entries are removed), how many entries it holds, and its retention, one row per log in
+//! `logs`; and removing entries.
+//!
+//! The entry count is kept in the row, changed by the same statements as the entries (as
+//! the agents' counters are), because the guest asks for a log's state after every append:
+//! counting the entries there would cost a scan of the log on the hottest path.
 
 use super::{index, map_err, to_i64, to_u64};
 use crate::bindings::{LogState, Retention};
@@ -12,29 +17,37 @@ CREATE TABLE IF NOT EXISTS logs (
     agent_id        TEXT NOT NULL,
     path            TEXT NOT NULL,
     last_id         INTEGER NOT NULL,
+    entries         INTEGER NOT NULL DEFAULT 0,
     keep_last       INTEGER,
     max_age_seconds INTEGER,
     PRIMARY KEY (agent_id, path)
 );
 ";
 
-/// Gives every log that has entries but no row (`agent` or every agent) its row.
+/// Gives every log that has entries but no row (`agent` or every agent) its row, and every
+/// row of those agents the count of its entries: for a store from before the table, and
+/// after an import, which writes entries directly.
 pub fn backfill(conn: &Connection, agent: Option<&str>) -> Result<(), StoreError> {
-    conn.execute(
+    for sql in [
         "INSERT OR IGNORE INTO logs (agent_id, path, last_id)
          SELECT agent_id, path, max(id) FROM log_entries
          WHERE ?1 IS NULL OR agent_id = ?1 GROUP BY agent_id, path",
-        [agent],
-    )
-    .map(drop)
-    .map_err(map_err)
+        "UPDATE logs SET entries = (
+             SELECT count(*) FROM log_entries e
+             WHERE e.agent_id = logs.agent_id AND e.path = logs.path)
+         WHERE ?1 IS NULL OR agent_id = ?1",
+    ] {
+        conn.execute(sql, [agent]).map_err(map_err)?;
+    }
+    Ok(())
 }
 
 /// The id for the log's next entry, taken.
 pub fn next_id(conn: &Connection, agent: &str, path: &str) -> Result<u64, StoreError> {
     conn.prepare_cached(
-        "INSERT INTO logs (agent_id, path, last_id) VALUES (?1, ?2, 1)
-         ON CONFLICT (agent_id, path) DO UPDATE SET last_id = last_id + 1
+        "INSERT INTO logs (agent_id, path, last_id, entries) VALUES (?1, ?2, 1, 1)
+         ON CONFLICT (agent_id, path)
+             DO UPDATE SET last_id = last_id + 1, entries = entries + 1
          RETURNING last_id",
     )
     .and_then(|mut s| s.query_row(params![agent, path], |r| r.get(0)))
@@ -44,20 +57,19 @@ pub fn next_id(conn: &Connection, agent: &str, path: &str) -> Result<u64, StoreE
 
 /// See `log-info` in the WIT.
 pub fn state(conn: &Connection, agent: &str, path: &str) -> Result<LogState, StoreError> {
-    let row: Option<(i64, Option<i64>, Option<i64>)> = conn
+    let row: Option<(i64, i64, Option<i64>, Option<i64>)> = conn
         .prepare_cached(
-            "SELECT last_id, keep_last, max_age_seconds FROM logs WHERE agent_id = ?1 AND path = ?2",
+            "SELECT last_id, entries, keep_last, max_age_seconds FROM logs
+             WHERE agent_id = ?1 AND path = ?2",
         )
         .and_then(|mut s| {
-            s.query_row(params![agent, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .optional()
+            s.query_row(params![agent, path], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()
         })
         .map_err(map_err)?;
-    let entries: i64 = conn
-        .prepare_cached("SELECT count(*) FROM log_entries WHERE agent_id = ?1 AND path = ?2")
-        .and_then(|mut s| s.query_row(params![agent, path], |r| r.get(0)))
-        .map_err(map_err)?;
-    let (last_id, keep_last, max_age) = row.unwrap_or((0, None, None));
+    let (last_id, entries, keep_last, max_age) = row.unwrap_or((0, 0, None, None));
     Ok(LogState {
         last_id: to_u64(last_id),
         entries: to_u64(entries),
@@ -115,6 +127,9 @@ pub fn trim(
     for (id, _) in &gone {
         index::remove_log_entry(conn, agent, path, to_u64(*id))?;
     }
+    conn.prepare_cached("UPDATE logs SET entries = entries - ?3 WHERE agent_id = ?1 AND path = ?2")
+        .and_then(|mut s| s.execute(params![agent, path, gone.len() as i64]))
+        .map_err(map_err)?;
     let bytes = gone.iter().map(|(_, b)| to_u64(*b)).sum();
     Ok((gone.len() as u64, bytes))
 }
