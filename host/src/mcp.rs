@@ -160,12 +160,13 @@ impl ServerHandler for McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         let service = Arc::clone(&self.service);
         let cursor = request.and_then(|r| r.cursor);
-        let (listed, next) = blocking(move || resources::list(&service, cursor.as_deref())).await?;
         // By HTTP, a key sees its own agents' files only.
-        let caller = identity(&context);
+        let agents = identity(&context).map(|caller| caller.agents);
+        let (listed, next) =
+            blocking(move || resources::list(&service, agents.as_deref(), cursor.as_deref()))
+                .await?;
         let items = listed
             .into_iter()
-            .filter(|l| caller.as_ref().is_none_or(|c| c.agents.contains(&l.agent)))
             .map(|l| {
                 Resource::new(l.uri, l.path.clone())
                     .with_description(format!("version {} of agent {}'s file", l.version, l.agent))

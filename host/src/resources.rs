@@ -1,8 +1,9 @@
 //! Scratchpad files as MCP resources, so a person can attach one in their client:
 //! `scratchpad://{agent_id}/{path}`, listed a page at a time, and a URI template for the rest.
 //!
-//! Listing covers every agent's files: over stdio the store belongs to the person running the
-//! client. Reading goes through `read_file`, part after part, so the guest's rules apply and
+//! Over stdio, listing covers every agent's files: the store belongs to the person running
+//! the client. Over HTTP it covers the caller's key's agents, filtered in the query, so every
+//! page is full. Reading goes through `read_file`, part after part, so the guest's rules apply and
 //! a resource is the whole current version however long it is.
 
 use crate::service::{CallError, Service};
@@ -58,14 +59,15 @@ pub fn parse(uri: &str) -> Result<(&str, &str), ResourceError> {
         })
 }
 
-/// A page of resources after `cursor` (the last URI of the previous page), and the next
-/// cursor if there may be more.
+/// A page of resources of `agents` (every agent when none) after `cursor` (the last URI of
+/// the previous page), and the next cursor if there may be more.
 pub fn list(
     service: &Service,
+    agents: Option<&[String]>,
     cursor: Option<&str>,
 ) -> Result<(Vec<Listed>, Option<String>), ResourceError> {
     let after = cursor.map(parse).transpose()?;
-    let files = service.all_files(after, PAGE)?;
+    let files = service.all_files(agents, after, PAGE)?;
     let listed: Vec<Listed> = files
         .into_iter()
         .map(|(agent, f)| Listed {

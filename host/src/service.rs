@@ -107,11 +107,12 @@ impl Service {
     /// [`Backend::all_files`]).
     pub fn all_files(
         &self,
+        agents: Option<&[String]>,
         after: Option<(&str, &str)>,
         limit: u32,
     ) -> Result<Vec<(String, FileMeta)>, CallError> {
         self.backend
-            .all_files(after, limit)
+            .all_files(agents, after, limit)
             .map_err(CallError::Storage)
     }
 

@@ -75,10 +75,11 @@ impl StoreError {
 pub trait Backend: Send + Sync {
     /// Starts the transaction of one tool call.
     fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError>;
-    /// Existing files of every agent, after `after` (agent, path) in (agent, path) order,
-    /// at most `limit`: what the person who owns the store can attach as MCP resources.
+    /// Existing files of `agents` (every agent when none), after `after` (agent, path) in
+    /// (agent, path) order, at most `limit`: what a caller can attach as MCP resources.
     fn all_files(
         &self,
+        agents: Option<&[String]>,
         after: Option<(&str, &str)>,
         limit: u32,
     ) -> Result<Vec<(String, FileMeta)>, StoreError>;

@@ -275,19 +275,23 @@ impl Backend for Sqlite {
 
     fn all_files(
         &self,
+        agents: Option<&[String]>,
         after: Option<(&str, &str)>,
         limit: u32,
     ) -> Result<Vec<(String, FileMeta)>, StoreError> {
         let conn = self.take()?;
         let (agent, path) = after.unwrap_or(("", ""));
+        // The agents as one JSON array parameter: `json_each` keeps the statement fixed.
+        let agents = agents.map(|a| serde_json::to_string(a).unwrap_or_default());
         let found = conn
             .prepare_cached(
                 "SELECT agent_id, path, current_version, current_bytes, updated_at FROM files
                  WHERE current_version IS NOT NULL AND (agent_id, path) > (?1, ?2)
+                   AND (?4 IS NULL OR agent_id IN (SELECT value FROM json_each(?4)))
                  ORDER BY agent_id, path LIMIT ?3",
             )
             .and_then(|mut s| {
-                s.query_map(params![agent, path, limit], |r| {
+                s.query_map(params![agent, path, limit, agents], |r| {
                     Ok((
                         r.get(0)?,
                         FileMeta {
