@@ -51,6 +51,7 @@ impl Ways {
             model: Arc::new(Anthropic::new(no_key())),
             service: Service::open(&Settings {
                 db: dir.join("service.db"),
+                database: None,
                 cache_dir: Some(cache.clone()),
                 limits: scratchpad_mcp::bindings::NO_OVERRIDES,
                 anthropic: no_key(),

@@ -7,7 +7,7 @@
 //! - [`bindings`]: the host side of `wit/scratchpad.wit` (the only `bindgen!`).
 //! - [`sandbox`]: engine, limits, the compiled-component cache, one fresh instance per call.
 //! - [`imports`]: the WIT imports (`storage`, `summariser`) and the state of one call.
-//! - [`storage`]: the [`storage::Backend`] interface and its SQLite implementation.
+//! - [`storage`]: the [`storage::Backend`] interface, SQLite (embedded) and PostgreSQL (hosted).
 //! - [`summariser`]: Claude over the Anthropic Messages API.
 //! - [`service`]: one tool call, start to finish, as one transaction.
 //! - `tools`: MCP names, schemas and JSON shapes of the tools.
@@ -51,17 +51,21 @@ pub enum OpenError {
 }
 
 impl Service {
-    /// Opens the SQLite store and loads the embedded component as `settings` say.
+    /// Opens the store (PostgreSQL if a database is given, else the SQLite file) and loads
+    /// the embedded component, as `settings` say.
     pub fn open(settings: &Settings) -> Result<Self, OpenError> {
         Self::open_with_component(settings, sandbox::GUEST_COMPONENT)
     }
 
     /// The same with another build of the component (tests load hostile ones).
     pub fn open_with_component(settings: &Settings, wasm: &[u8]) -> Result<Self, OpenError> {
-        let backend = storage::Sqlite::open(&settings.db)?;
+        let backend: Box<dyn storage::Backend> = match &settings.database {
+            Some(url) => Box::new(storage::Postgres::open(url)?),
+            None => Box::new(storage::Sqlite::open(&settings.db)?),
+        };
         let sandbox = sandbox::Sandbox::with_component(wasm, settings.cache_dir.as_deref())?;
         let model =
             summariser::SingleFlight::new(summariser::Anthropic::new(settings.anthropic.clone()));
-        Ok(Service::new(sandbox, Box::new(backend), Arc::new(model)).with_limits(settings.limits))
+        Ok(Service::new(sandbox, backend, Arc::new(model)).with_limits(settings.limits))
     }
 }

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use scratchpad_mcp::mcp::McpServer;
 use scratchpad_mcp::settings::{Flags, Resolved};
-use scratchpad_mcp::storage::admin;
+use scratchpad_mcp::storage::{admin, pg_admin};
 use scratchpad_mcp::{Service, Settings};
 use scratchpad_mcp::{keys, ops};
 use std::io::{BufReader, Write};
@@ -36,6 +36,11 @@ struct Cli {
     /// The SQLite file [default: the per-user data folder, e.g. ~/.local/share/scratchpad-mcp/scratchpad.db; env: SCRATCHPAD_DB_PATH]
     #[arg(long, value_name = "PATH", global = true)]
     db: Option<PathBuf>,
+
+    /// A PostgreSQL database (postgres://user:password@host/name) instead of the SQLite
+    /// file, so that several instances can serve as one [env: SCRATCHPAD_DATABASE_URL]
+    #[arg(long, value_name = "URL", global = true)]
+    database: Option<String>,
 
     /// Where the compiled tool logic is cached [default: the per-user cache folder; env: SCRATCHPAD_CACHE_DIR]
     #[arg(long, value_name = "DIR", global = true)]
@@ -221,6 +226,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let resolved = Settings::resolve(Flags {
         config: cli.config,
         db: cli.db,
+        database: cli.database,
         cache_dir: cli.cache_dir,
     })?;
     if cli.print_config {
@@ -249,7 +255,7 @@ fn serve_http(resolved: Resolved, addr: &str) -> anyhow::Result<ExitCode> {
         let http = settings.http.clone();
         let service = tokio::task::spawn_blocking(move || {
             Service::open(&settings).with_context(|| {
-                format!("cannot start with the store at {}", settings.db.display())
+                format!("cannot start with the store at {}", settings.store_name())
             })
         })
         .await??;
@@ -267,7 +273,7 @@ fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
     runtime.block_on(async move {
         let service = tokio::task::spawn_blocking(move || {
             Service::open(&settings).with_context(|| {
-                format!("cannot start with the store at {}", settings.db.display())
+                format!("cannot start with the store at {}", settings.store_name())
             })
         })
         .await??;
@@ -324,6 +330,17 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Snapshot { .. }
+        | Command::Restore { .. }
+        | Command::Export { .. }
+        | Command::Import { .. }
+            if resolved.settings.database.is_some() =>
+        {
+            anyhow::bail!(
+                "snapshot, restore, export and import work on the SQLite file; the store is the PostgreSQL database {}: back it up with pg_dump and restore it with pg_restore",
+                resolved.settings.store_name()
+            );
+        }
         Command::Component { out } => {
             std::fs::write(&out, scratchpad_mcp::sandbox::GUEST_COMPONENT)
                 .with_context(|| format!("cannot write the component to {}", out.display()))?;
@@ -359,7 +376,10 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Verify { json } => {
-            let v = admin::verify(db)?;
+            let v = match &resolved.settings.database {
+                Some(url) => pg_admin::verify(url)?,
+                None => admin::verify(db)?,
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else if v.ok() {
@@ -369,7 +389,8 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                     c.agents, c.files, c.versions, c.log_entries, c.summaries, c.bytes
                 );
             } else {
-                println!("{} problems in {}:", v.problems.len(), db.display());
+                let store = resolved.settings.store_name();
+                println!("{} problems in {store}:", v.problems.len());
                 for problem in &v.problems {
                     println!("  {problem}");
                 }
@@ -429,7 +450,10 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
             );
         }
         Command::Stats { json } => {
-            let stats = admin::stats(db)?;
+            let stats = match &resolved.settings.database {
+                Some(url) => pg_admin::stats(url)?,
+                None => admin::stats(db)?,
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats)?);
             } else {

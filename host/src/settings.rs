@@ -11,6 +11,7 @@
 //! [`scratchpad_guest::limits::CONFIGURABLE`], so this module has no copy of any number.
 
 use crate::bindings::LimitOverrides;
+use crate::storage::DatabaseUrl;
 use crate::summariser::{AnthropicConfig, DEFAULT_BASE_URL, DEFAULT_MODEL};
 use scratchpad_guest::limits::{CONFIGURABLE, Limit};
 use serde::Deserialize;
@@ -27,8 +28,10 @@ const CONFIG_FILE: &str = "config.toml";
 /// Everything needed to open a [`crate::Service`].
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// The SQLite file.
+    /// The SQLite file, used when no `database` is given.
     pub db: PathBuf,
+    /// The PostgreSQL database, for hosted deployments; none: the SQLite file.
+    pub database: Option<DatabaseUrl>,
     /// Where the compiled component is cached; `None` compiles at every start.
     pub cache_dir: Option<PathBuf>,
     /// The limits the operator set; the rest are the guest's defaults.
@@ -73,6 +76,8 @@ pub struct Flags {
     pub config: Option<PathBuf>,
     /// `--db`.
     pub db: Option<PathBuf>,
+    /// `--database`.
+    pub database: Option<String>,
     /// `--cache-dir`.
     pub cache_dir: Option<PathBuf>,
 }
@@ -100,6 +105,14 @@ pub enum SettingsError {
         path: String,
         /// What is wrong, as the TOML parser says (with line and column).
         reason: String,
+    },
+    /// The database is not a PostgreSQL URL.
+    #[error("{origin}: {reason}")]
+    Database {
+        /// The flag, variable or file it came from.
+        origin: String,
+        /// Why, with the URL shown without its password.
+        reason: crate::storage::NotAUrl,
     },
     /// A limit is out of its range, or an environment variable is not a number.
     #[error("{origin}: {reason}")]
@@ -167,6 +180,7 @@ struct ConfigFile {
 #[serde(deny_unknown_fields)]
 struct StoreSection {
     path: Option<PathBuf>,
+    database: Option<String>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -250,6 +264,32 @@ impl Settings {
             ),
         };
         note("store.path", toml_str(&db.0.display().to_string()), db.1);
+        let database = match first(
+            flags.database.map(|u| (u, "--database")),
+            env("SCRATCHPAD_DATABASE_URL").map(|u| (u, "SCRATCHPAD_DATABASE_URL")),
+            file.store.database.filter(|u| !u.trim().is_empty()),
+        ) {
+            Some((text, source)) => {
+                let url = DatabaseUrl::parse(&text).map_err(|reason| SettingsError::Database {
+                    origin: match &source {
+                        Source::Flag(flag) => (*flag).to_owned(),
+                        Source::Env(var) => format!("${var}"),
+                        _ => origin.clone(),
+                    },
+                    reason,
+                })?;
+                note("store.database", toml_str(&url.to_string()), source);
+                Some(url)
+            }
+            None => {
+                note(
+                    "store.database",
+                    "\"\" # none: the SQLite file at store.path".into(),
+                    Source::Default,
+                );
+                None
+            }
+        };
         let cache = match first(
             flags.cache_dir.map(|p| (p, "--cache-dir")),
             env("SCRATCHPAD_CACHE_DIR").map(|p| (PathBuf::from(p), "SCRATCHPAD_CACHE_DIR")),
@@ -327,6 +367,7 @@ impl Settings {
         let u32_of = |name| values.get(name).map(|&v| v as u32);
         let settings = Settings {
             db: db.0,
+            database,
             cache_dir: cache.0,
             // Each value was checked against its range, which for the u32 limits ends at 1,000.
             limits: LimitOverrides {
@@ -352,6 +393,16 @@ impl Settings {
             keys_file,
             report,
         })
+    }
+}
+
+impl Settings {
+    /// The store in use, for messages: the database (without its password) or the file.
+    pub fn store_name(&self) -> String {
+        match &self.database {
+            Some(url) => url.to_string(),
+            None => self.db.display().to_string(),
+        }
     }
 }
 

@@ -1,16 +1,90 @@
-//! A scratchpad in a temporary folder, and helpers to call its tools as MCP would.
+//! A scratchpad in a temporary folder (or a fresh PostgreSQL database), and helpers to call
+//! its tools as MCP would.
 
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
+use scratchpad_mcp::storage::DatabaseUrl;
 use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use tempfile::TempDir;
+
+/// A PostgreSQL database made for one test and dropped after it.
+///
+/// The server comes from `SCRATCHPAD_TEST_POSTGRES`, a `postgres://` URL of a role that may
+/// create databases. Without it the PostgreSQL tests are skipped, unless
+/// `SCRATCHPAD_REQUIRE_POSTGRES` is set (CI sets it), in which case they fail.
+pub struct TestDatabase {
+    admin: String,
+    name: String,
+    pub url: DatabaseUrl,
+}
+
+impl TestDatabase {
+    pub fn create() -> Option<Self> {
+        let Ok(admin) = std::env::var("SCRATCHPAD_TEST_POSTGRES") else {
+            assert!(
+                std::env::var_os("SCRATCHPAD_REQUIRE_POSTGRES").is_none(),
+                "SCRATCHPAD_REQUIRE_POSTGRES is set, but SCRATCHPAD_TEST_POSTGRES is not"
+            );
+            eprintln!("skipped: SCRATCHPAD_TEST_POSTGRES is not set");
+            return None;
+        };
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "sp_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        Self::admin_sql(&admin, &format!("CREATE DATABASE {name}"));
+        let url = DatabaseUrl::parse(&Self::url_of(&admin, &name)).unwrap();
+        Some(Self { admin, name, url })
+    }
+
+    /// The admin URL with its database replaced by `name`: same server, same role.
+    fn url_of(admin: &str, name: &str) -> String {
+        let (base, query) = admin.split_once('?').unwrap_or((admin, ""));
+        let authority = base.find("://").map_or(0, |i| i + 3);
+        let server = base[authority..]
+            .find('/')
+            .map_or(base, |i| &base[..authority + i]);
+        match query {
+            "" => format!("{server}/{name}"),
+            q => format!("{server}/{name}?{q}"),
+        }
+    }
+
+    fn admin_sql(admin: &str, sql: &str) {
+        let mut client = postgres::Client::connect(admin, postgres::NoTls)
+            .expect("connect to SCRATCHPAD_TEST_POSTGRES");
+        client
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// A connection to the test's database, to look at what the server stored.
+    pub fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&Self::url_of(&self.admin, &self.name), postgres::NoTls)
+            .expect("connect")
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let admin = self.admin.clone();
+        // The driver must not run inside another runtime; a plain thread has none.
+        let _ = std::thread::spawn(move || Self::admin_sql(&admin, &sql)).join();
+    }
+}
 
 /// A store in its own folder, served by a fresh [`Service`].
 pub struct Scratch {
     pub dir: TempDir,
+    /// The PostgreSQL database, when the store is one; else the SQLite file in `dir`.
+    pub database: Option<TestDatabase>,
     service: Option<Service>,
     anthropic: AnthropicConfig,
     component: &'static [u8],
@@ -31,9 +105,15 @@ fn no_key() -> AnthropicConfig {
     }
 }
 
-fn settings(db: &Path, anthropic: &AnthropicConfig, limits: LimitOverrides) -> Settings {
+fn settings(
+    db: &Path,
+    database: Option<&TestDatabase>,
+    anthropic: &AnthropicConfig,
+    limits: LimitOverrides,
+) -> Settings {
     Settings {
         db: db.to_owned(),
+        database: database.map(|d| d.url.clone()),
         cache_dir: Some(cache_dir()),
         limits,
         anthropic: anthropic.clone(),
@@ -62,13 +142,30 @@ impl Scratch {
         Self::with(no_key(), GUEST_COMPONENT, limits)
     }
 
+    /// A new, empty PostgreSQL database with these limits; `None` when the tests have no
+    /// server (see [`TestDatabase`]).
+    pub fn on_postgres(component: &'static [u8], limits: LimitOverrides) -> Option<Self> {
+        let database = TestDatabase::create()?;
+        Some(Self::open(Some(database), no_key(), component, limits))
+    }
+
     fn with(anthropic: AnthropicConfig, component: &'static [u8], limits: LimitOverrides) -> Self {
+        Self::open(None, anthropic, component, limits)
+    }
+
+    fn open(
+        database: Option<TestDatabase>,
+        anthropic: AnthropicConfig,
+        component: &'static [u8],
+        limits: LimitOverrides,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("store.db");
-        let service = Service::open_with_component(&settings(&db, &anthropic, limits), component)
-            .expect("open service");
+        let settings = settings(&db, database.as_ref(), &anthropic, limits);
+        let service = Service::open_with_component(&settings, component).expect("open service");
         Self {
             dir,
+            database,
             service: Some(service),
             anthropic,
             component,
@@ -88,9 +185,23 @@ impl Scratch {
     /// Stops the service and starts a new one on the same file, as a client restart would.
     pub fn restart(&mut self) {
         self.service = None;
-        let settings = settings(&self.db(), &self.anthropic, self.limits);
-        self.service =
-            Some(Service::open_with_component(&settings, self.component).expect("reopen"));
+        self.service = Some(self.another_instance());
+    }
+
+    /// Another service on the same store, as a second server process would be.
+    pub fn another_instance(&self) -> Service {
+        let settings = settings(
+            &self.db(),
+            self.database.as_ref(),
+            &self.anthropic,
+            self.limits,
+        );
+        Service::open_with_component(&settings, self.component).expect("open another instance")
+    }
+
+    /// The running service.
+    pub fn service(&self) -> &Service {
+        self.service.as_ref().expect("service running")
     }
 
     /// Calls a tool; the structured result, or the error text a client would read.

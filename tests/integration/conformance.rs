@@ -6,10 +6,11 @@
 //! Calls are made through wasmtime's untyped values, converted from and to the cases' JSON
 //! form by the component's own types: no per-tool code here.
 
+use crate::common::TestDatabase;
 use scratchpad_mcp::bindings::{LimitOverrides, SummariserError, SummaryRequest};
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
-use scratchpad_mcp::storage::{Backend, Mode, Sqlite};
+use scratchpad_mcp::storage::{Backend, Mode, Postgres, Sqlite};
 use scratchpad_mcp::summariser::SummaryModel;
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -134,7 +135,13 @@ fn limits(group: &Value) -> LimitOverrides {
 }
 
 /// One call, in its own transaction, committed only if the tool succeeded.
-fn call(sandbox: &Sandbox, store: &Sqlite, group: &Value, name: &str, args: &[Value]) -> Value {
+fn call(
+    sandbox: &Sandbox,
+    store: &dyn Backend,
+    group: &Value,
+    name: &str,
+    args: &[Value],
+) -> Value {
     let agent = match &args[0] {
         Value::String(agent) => agent.clone(),
         request => request["agent-id"].as_str().expect("agent-id").to_owned(),
@@ -171,21 +178,20 @@ fn call(sandbox: &Sandbox, store: &Sqlite, group: &Value, name: &str, args: &[Va
     answer
 }
 
-#[test]
-fn the_native_host_gives_the_shared_answers() {
+/// Runs every case, each group on a fresh store from `fresh`; returns the calls made.
+fn run_cases(fresh: &dyn Fn() -> Box<dyn Backend>) -> usize {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases.json");
     let cases: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache");
     let sandbox = Sandbox::with_component(GUEST_COMPONENT, Some(&cache)).unwrap();
     let mut calls = 0;
     for group in cases["groups"].as_array().unwrap() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Sqlite::open(&dir.path().join("store.db")).unwrap();
+        let store = fresh();
         for (i, step) in group["steps"].as_array().unwrap().iter().enumerate() {
             let name = step["call"].as_str().unwrap();
             let got = call(
                 &sandbox,
-                &store,
+                &*store,
                 group,
                 name,
                 step["args"].as_array().unwrap(),
@@ -199,5 +205,31 @@ fn the_native_host_gives_the_shared_answers() {
             calls += 1;
         }
     }
-    println!("conformance: {calls} calls, all as expected (native host)");
+    calls
+}
+
+#[test]
+fn the_native_host_gives_the_shared_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let next = std::cell::Cell::new(0);
+    let calls = run_cases(&|| {
+        next.set(next.get() + 1);
+        Box::new(Sqlite::open(&dir.path().join(format!("{}.db", next.get()))).unwrap())
+    });
+    println!("conformance: {calls} calls, all as expected (native host, SQLite)");
+}
+
+#[test]
+fn postgres_gives_the_shared_answers() {
+    let databases = std::cell::RefCell::new(Vec::new());
+    if TestDatabase::create().is_none() {
+        return;
+    }
+    let calls = run_cases(&|| {
+        let db = TestDatabase::create().expect("a test database");
+        let store = Postgres::open(&db.url).expect("open");
+        databases.borrow_mut().push(db);
+        Box::new(store)
+    });
+    println!("conformance: {calls} calls, all as expected (native host, PostgreSQL)");
 }

@@ -1,4 +1,5 @@
-//! Integration tests: the real host runs the real guest component over real SQLite files.
+//! Integration tests: the real host runs the real guest component over real SQLite files
+//! and, given a server, real PostgreSQL databases.
 //! One binary, one module per concern.
 
 // Some tests report figures (times, memory) as well as asserting.
@@ -11,6 +12,7 @@ mod hostile_input;
 mod isolation;
 mod logs;
 mod ops;
+mod postgres;
 mod sandbox;
 mod search;
 mod standin;

@@ -6,7 +6,7 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// The hostile guest of `tests/hostile-guest/`, built by `tests/build.rs`.
-const HOSTILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
+pub const HOSTILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
 
 fn hostile() -> Scratch {
     Scratch::with_component(HOSTILE)

@@ -1,19 +1,26 @@
-//! Storage behind one interface, so that another database can stand in for SQLite.
+//! Storage behind one interface: SQLite embedded (the default), PostgreSQL hosted.
 //!
 //! A [`Backend`] opens one [`Txn`] per tool call. The transaction's methods are the WIT
 //! `storage` interface, minus the agent check (done by [`crate::imports::storage`]), and
 //! each keeps the agent's usage counters exact in the same statement batch, so no call ever
 //! re-scans an agent's data to enforce a quota.
 
+mod check;
+mod postgres;
 mod sqlite;
 
-pub use sqlite::{
-    AgentStats, Counts, ImportError, LockError, Sqlite, StoreLock, Tally, Verification,
-};
+pub use check::{AgentStats, Counts, Verification};
+pub use postgres::{DatabaseUrl, NotAUrl, Postgres};
+pub use sqlite::{ImportError, LockError, Sqlite, StoreLock, Tally};
 
 /// Operations on a whole SQLite store, for the command line.
 pub mod admin {
     pub use super::sqlite::{Line, export, now, replace_store, stats, vacuum_into, verify};
+}
+
+/// Operations on a whole PostgreSQL database, for the command line.
+pub mod pg_admin {
+    pub use super::postgres::{stats, verify};
 }
 
 use crate::bindings::{
@@ -27,6 +34,36 @@ pub enum Mode {
     Read,
     /// Writes: the write lock is taken at the start, and the commit is durable.
     Write,
+}
+
+impl Mode {
+    /// Refuses `what`, a change, in a read call.
+    fn allows_writes(self, what: &str) -> Result<(), StoreError> {
+        match self {
+            Mode::Write => Ok(()),
+            Mode::Read => Err(StoreError::Refused(format!("{what} in a read-only call"))),
+        }
+    }
+}
+
+/// A summary written during a read call, stored after it: a read never waits for a writer
+/// while the model thinks.
+struct PendingSummary {
+    agent: String,
+    path: String,
+    version: u64,
+    model: String,
+    summary: String,
+}
+
+/// A stored count (databases keep signed integers) as the WIT's unsigned one.
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// A WIT number as a database integer, refused when it does not fit.
+fn to_i64(v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| StoreError::Refused(format!("{v} is out of range")))
 }
 
 /// Why storage failed. What reaches a client is [`StoreError::to_wit`]: no paths, no SQL.

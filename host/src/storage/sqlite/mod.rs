@@ -23,7 +23,7 @@ mod logs;
 mod transfer;
 
 pub use backup::{LockError, StoreLock, now, replace_store, vacuum_into};
-pub use check::{AgentStats, Counts, Verification, stats, verify};
+pub use check::{stats, verify};
 pub use transfer::{ImportError, Line, Tally};
 
 /// Writes one agent's data as JSON Lines (see [`Line`]) from one read transaction of the
@@ -38,7 +38,7 @@ pub fn export(
     transfer::export(&mut conn, agent, out, progress)
 }
 
-use super::{Backend, Mode, StoreError, Txn};
+use super::{Backend, Mode, PendingSummary, StoreError, Txn, to_i64, to_u64};
 use crate::bindings::{
     FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, Usage, VersionInfo,
 };
@@ -310,15 +310,6 @@ impl Backend for Sqlite {
     }
 }
 
-/// A summary written during a read call, stored after it.
-struct PendingSummary {
-    agent: String,
-    path: String,
-    version: u64,
-    model: String,
-    summary: String,
-}
-
 struct SqliteTxn {
     /// Always `Some` until commit or drop take it.
     conn: Option<Connection>,
@@ -326,14 +317,6 @@ struct SqliteTxn {
     pending_summaries: Vec<PendingSummary>,
     home: Arc<Mutex<Vec<Connection>>>,
     uncounted: Uncounted,
-}
-
-fn to_u64(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
-}
-
-fn to_i64(v: u64) -> Result<i64, StoreError> {
-    i64::try_from(v).map_err(|_| StoreError::Refused(format!("{v} is out of range")))
 }
 
 impl SqliteTxn {
@@ -344,10 +327,7 @@ impl SqliteTxn {
     }
 
     fn writable(&self, what: &str) -> Result<(), StoreError> {
-        match self.mode {
-            Mode::Write => Ok(()),
-            Mode::Read => Err(StoreError::Refused(format!("{what} in a read-only call"))),
-        }
+        self.mode.allows_writes(what)
     }
 
     /// (file id, last version, current version) of a path ever written.

@@ -11,10 +11,10 @@
 //! set from the imported rows with the same query `verify` checks them with, and the
 //! agent's search index is built from them (it is derived data, so it is not exported).
 
-use super::check::COUNTED;
 use super::{index, logs};
 use super::{map_err, to_i64, to_u64};
 use crate::storage::StoreError;
+use crate::storage::check::COUNTED;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};

@@ -1,0 +1,237 @@
+//! What `verify` and `stats` look for, in SQL that SQLite and PostgreSQL both read.
+//!
+//! Each backend runs these in one read transaction of its own, so it sees one consistent
+//! state while servers keep writing. The invariants are the ones the tools rely on, each one
+//! query over the whole store: every file's current version is its newest kept one and no
+//! kept version is above its last number; recorded sizes equal the bytes stored; no summary
+//! outlives its version; each log's last id and entry count hold; the search index holds
+//! exactly the current versions and the log entries; and each agent's counters equal what
+//! its rows add up to (the counters are what quotas are enforced on).
+//!
+//! Both schemas have the same tables and columns; `is_log` and `is_text` are 0/1 in SQLite
+//! and booleans in PostgreSQL, which `NOT x` and `CASE WHEN x` read alike.
+
+use serde::{Deserialize, Serialize};
+
+/// Problems of one kind reported in full; past this many, only the count.
+const SHOWN_PER_CHECK: usize = 20;
+
+/// What a store holds, counted from its rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Agents with a counters row.
+    pub agents: u64,
+    /// Files that exist now.
+    pub files: u64,
+    /// Kept versions of all files.
+    pub versions: u64,
+    /// Log entries of all logs.
+    pub log_entries: u64,
+    /// Cached summaries.
+    pub summaries: u64,
+    /// Bytes of every kept version and log entry.
+    pub bytes: u64,
+}
+
+/// The result of verifying a store.
+#[derive(Clone, Debug, Serialize)]
+pub struct Verification {
+    /// The schema version the store says it has.
+    pub schema_version: i64,
+    /// What it holds.
+    pub counts: Counts,
+    /// Every broken invariant found, one line each; empty for a sound store.
+    pub problems: Vec<String>,
+}
+
+impl Verification {
+    /// Whether the store passed.
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// One agent's counters, as `stats` shows them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AgentStats {
+    /// The agent.
+    pub agent_id: String,
+    /// Files that exist now.
+    pub files: u64,
+    /// Log entries across its logs.
+    pub log_entries: u64,
+    /// Bytes of every kept version and log entry.
+    pub total_bytes: u64,
+    /// Successful tool calls (read calls counted by another running process may still be
+    /// held in its memory).
+    pub total_operations: u64,
+}
+
+/// Each agent's counters as its rows add them up: the one definition that `verify` compares
+/// with and that `import` writes.
+pub const COUNTED: &str = "
+    SELECT agent_id,
+           sum(bytes) AS total_bytes,
+           sum(files) AS file_count,
+           sum(entries) AS log_entry_count
+    FROM (
+        SELECT f.agent_id, v.bytes, 0 AS files, 0 AS entries
+            FROM versions v JOIN files f ON f.id = v.file_id
+        UNION ALL
+        SELECT agent_id, 0, 1, 0 FROM files WHERE current_version IS NOT NULL
+        UNION ALL
+        SELECT agent_id, bytes, 0, 1 FROM log_entries
+    ) AS counted_rows
+    GROUP BY agent_id";
+
+/// What [`Counts`] holds, in its order.
+pub const COUNTS: &str = "
+    SELECT (SELECT count(*) FROM agents),
+           (SELECT count(*) FROM files WHERE current_version IS NOT NULL),
+           (SELECT count(*) FROM versions),
+           (SELECT count(*) FROM log_entries),
+           (SELECT count(*) FROM summaries),
+           CAST((SELECT COALESCE(sum(bytes), 0) FROM versions)
+                + (SELECT COALESCE(sum(bytes), 0) FROM log_entries) AS bigint)";
+
+/// What [`AgentStats`] holds, in its order, one row per agent.
+pub const STATS: &str = "
+    SELECT agent_id, file_count, log_entry_count, total_bytes, total_operations
+    FROM agents ORDER BY agent_id";
+
+/// The invariant checks: a description and a query whose every row is one violation.
+const CHECKS: &[(&str, &str)] = &[
+    (
+        "a summary whose version is not kept",
+        "SELECT f.agent_id || ' ' || f.path || ' v' || CAST(s.version AS text)
+         FROM summaries s JOIN files f ON f.id = s.file_id
+         LEFT JOIN versions v ON v.file_id = s.file_id AND v.version = s.version
+         WHERE v.version IS NULL",
+    ),
+    (
+        "a file whose current version is not its newest kept one",
+        "SELECT f.agent_id || ' ' || f.path || ': current '
+                || COALESCE(CAST(f.current_version AS text), 'none')
+                || ', newest kept ' || COALESCE(CAST(max(v.version) AS text), 'none')
+         FROM files f LEFT JOIN versions v ON v.file_id = f.id
+         GROUP BY f.id, f.agent_id, f.path, f.current_version
+         HAVING f.current_version IS DISTINCT FROM max(v.version)",
+    ),
+    (
+        "a file with a kept version above its last version number",
+        "SELECT f.agent_id || ' ' || f.path || ': last ' || CAST(f.last_version AS text)
+                || ', kept ' || CAST(max(v.version) AS text)
+         FROM files f JOIN versions v ON v.file_id = f.id
+         GROUP BY f.id, f.agent_id, f.path, f.last_version
+         HAVING max(v.version) > f.last_version",
+    ),
+    (
+        "a file whose recorded size is not its current version's",
+        "SELECT f.agent_id || ' ' || f.path || ': '
+                || COALESCE(CAST(f.current_bytes AS text), 'none')
+                || ' recorded, ' || CAST(v.bytes AS text) || ' stored'
+         FROM files f JOIN versions v ON v.file_id = f.id AND v.version = f.current_version
+         WHERE f.current_bytes IS DISTINCT FROM v.bytes",
+    ),
+    (
+        "a version whose recorded size is not its content's",
+        "SELECT f.agent_id || ' ' || f.path || ' v' || CAST(v.version AS text)
+         FROM versions v JOIN files f ON f.id = v.file_id
+         WHERE v.bytes != octet_length(v.content)",
+    ),
+    (
+        "a log entry whose recorded size is not its body's",
+        "SELECT agent_id || ' ' || path || ' #' || CAST(id AS text)
+         FROM log_entries WHERE bytes != octet_length(body)",
+    ),
+    (
+        "a log whose last id is below one of its entries' ids",
+        "SELECT e.agent_id || ' ' || e.path || ': last id '
+                || COALESCE(CAST(max(l.last_id) AS text), 'none')
+                || ', entry #' || CAST(max(e.id) AS text)
+         FROM log_entries e LEFT JOIN logs l ON l.agent_id = e.agent_id AND l.path = e.path
+         GROUP BY e.agent_id, e.path
+         HAVING max(l.last_id) IS NULL OR max(e.id) > max(l.last_id)",
+    ),
+    (
+        "a log whose entry count is not the entries it holds",
+        "SELECT l.agent_id || ' ' || l.path || ': ' || CAST(l.entries AS text) || ' counted, '
+                || CAST((SELECT count(*) FROM log_entries e
+                         WHERE e.agent_id = l.agent_id AND e.path = l.path) AS text) || ' held'
+         FROM logs l
+         WHERE l.entries != (SELECT count(*) FROM log_entries e
+                             WHERE e.agent_id = l.agent_id AND e.path = l.path)",
+    ),
+    (
+        "a current file version missing from the search index",
+        "SELECT f.agent_id || ' ' || f.path || ' v' || CAST(f.current_version AS text)
+         FROM files f
+         WHERE f.current_version IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM search_docs d WHERE d.agent_id = f.agent_id AND d.path = f.path
+                AND NOT d.is_log AND d.ref = f.current_version)",
+    ),
+    (
+        "a log entry missing from the search index",
+        "SELECT e.agent_id || ' ' || e.path || ' #' || CAST(e.id AS text)
+         FROM log_entries e
+         WHERE NOT EXISTS (
+             SELECT 1 FROM search_docs d WHERE d.agent_id = e.agent_id AND d.path = e.path
+                AND d.is_log AND d.ref = e.id)",
+    ),
+    (
+        "a search document for something no longer there",
+        "SELECT d.agent_id || ' ' || d.path || CASE WHEN d.is_log THEN ' #' ELSE ' v' END
+                || CAST(d.ref AS text)
+         FROM search_docs d
+         WHERE (NOT d.is_log AND NOT EXISTS (
+                    SELECT 1 FROM files f WHERE f.agent_id = d.agent_id AND f.path = d.path
+                       AND f.current_version = d.ref))
+            OR (d.is_log AND NOT EXISTS (
+                    SELECT 1 FROM log_entries e WHERE e.agent_id = d.agent_id AND e.path = d.path
+                       AND e.id = d.ref))",
+    ),
+    (
+        "an agent whose counters are not what its rows add up to",
+        "WITH counted AS (COUNTED_SQL),
+              ids AS (SELECT agent_id FROM agents UNION SELECT agent_id FROM counted)
+         SELECT ids.agent_id || ': counters '
+                || CAST(COALESCE(a.total_bytes, 0) AS text) || ' B, '
+                || CAST(COALESCE(a.file_count, 0) AS text) || ' files, '
+                || CAST(COALESCE(a.log_entry_count, 0) AS text) || ' entries; rows '
+                || CAST(COALESCE(c.total_bytes, 0) AS text) || ' B, '
+                || CAST(COALESCE(c.file_count, 0) AS text) || ' files, '
+                || CAST(COALESCE(c.log_entry_count, 0) AS text) || ' entries'
+         FROM ids LEFT JOIN agents a ON a.agent_id = ids.agent_id
+                  LEFT JOIN counted c ON c.agent_id = ids.agent_id
+         WHERE COALESCE(a.total_bytes, 0) != COALESCE(c.total_bytes, 0)
+            OR COALESCE(a.file_count, 0) != COALESCE(c.file_count, 0)
+            OR COALESCE(a.log_entry_count, 0) != COALESCE(c.log_entry_count, 0)",
+    ),
+];
+
+/// Runs every invariant check with `rows` (which runs a query whose rows are one text
+/// column) and adds what each finds to `problems`.
+pub fn run_checks<E>(
+    problems: &mut Vec<String>,
+    mut rows: impl FnMut(&str) -> Result<Vec<String>, E>,
+) -> Result<(), E> {
+    for (what, sql) in CHECKS {
+        let found = rows(&sql.replace("COUNTED_SQL", COUNTED))?;
+        report(problems, what, found);
+    }
+    Ok(())
+}
+
+/// Adds the problems of one kind, the first [`SHOWN_PER_CHECK`] in full.
+pub fn report(problems: &mut Vec<String>, what: &str, found: Vec<String>) {
+    let more = found.len().saturating_sub(SHOWN_PER_CHECK);
+    problems.extend(
+        found
+            .into_iter()
+            .take(SHOWN_PER_CHECK)
+            .map(|f| format!("{what}: {f}")),
+    );
+    if more > 0 {
+        problems.push(format!("{what}: {more} more"));
+    }
+}

@@ -1,0 +1,102 @@
+//! `verify` and `stats` of a PostgreSQL database: the shared invariants of
+//! [`crate::storage::check`], in one read-only snapshot, without migrating anything.
+//! PostgreSQL enforces its own foreign keys and checks its pages, so there is no
+//! counterpart of SQLite's `integrity_check` to run here.
+
+use super::{DatabaseUrl, col, map_err, to_u64};
+use crate::storage::StoreError;
+use crate::storage::check::{AgentStats, COUNTS, Counts, STATS, Verification, run_checks};
+use postgres::Client;
+use postgres::error::SqlState;
+
+/// Connects, then runs `look` in a read-only snapshot.
+fn in_snapshot<T>(
+    url: &DatabaseUrl,
+    look: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut client: Client =
+        super::config(url)?
+            .connect(postgres::NoTls)
+            .map_err(|e| StoreError::Open {
+                path: url.to_string(),
+                reason: e.to_string(),
+            })?;
+    let mut tx = client
+        .build_transaction()
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .map_err(map_err)?;
+    let found = look(&mut tx)?;
+    tx.commit().map_err(map_err)?;
+    Ok(found)
+}
+
+/// Verifies the database at `url` without changing it.
+pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
+    in_snapshot(url, |tx| {
+        let row = tx
+            .query_one("SELECT max(version) FROM scratchpad_migrations", &[])
+            .map_err(|e| match e.code() {
+                Some(&SqlState::UNDEFINED_TABLE) => {
+                    StoreError::Database("the database holds no scratchpad-mcp schema".into())
+                }
+                _ => map_err(e),
+            })?;
+        let schema_version = col::<Option<i32>>(&row, 0)?.map_or(0, i64::from);
+        let mut problems = Vec::new();
+        if schema_version != i64::from(super::migrations::latest()) {
+            problems.push(format!(
+                "schema version {schema_version}; this build reads version {}",
+                super::migrations::latest()
+            ));
+            return Ok(Verification {
+                schema_version,
+                counts: Counts::default(),
+                problems,
+            });
+        }
+        run_checks(&mut problems, |sql| {
+            tx.query(sql, &[])
+                .map_err(map_err)?
+                .iter()
+                .map(|r| col(r, 0))
+                .collect()
+        })?;
+        let row = tx.query_one(COUNTS, &[]).map_err(map_err)?;
+        let n = |i| col::<i64>(&row, i).map(to_u64);
+        let counts = Counts {
+            agents: n(0)?,
+            files: n(1)?,
+            versions: n(2)?,
+            log_entries: n(3)?,
+            summaries: n(4)?,
+            bytes: n(5)?,
+        };
+        Ok(Verification {
+            schema_version,
+            counts,
+            problems,
+        })
+    })
+}
+
+/// Every agent's counters, sorted by agent id.
+pub fn stats(url: &DatabaseUrl) -> Result<Vec<AgentStats>, StoreError> {
+    in_snapshot(url, |tx| {
+        tx.query(STATS, &[])
+            .map_err(map_err)?
+            .iter()
+            .map(|r| {
+                let n = |i| col::<i64>(r, i).map(to_u64);
+                Ok(AgentStats {
+                    agent_id: col(r, 0)?,
+                    files: n(1)?,
+                    log_entries: n(2)?,
+                    total_bytes: n(3)?,
+                    total_operations: n(4)?,
+                })
+            })
+            .collect()
+    })
+}

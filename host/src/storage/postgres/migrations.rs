@@ -1,0 +1,95 @@
+//! Versioned schema migrations, run on start.
+//!
+//! Each migration is a numbered SQL file applied once, in its own transaction, and recorded
+//! in `scratchpad_migrations`. Instances starting together take a session advisory lock
+//! first, so one applies what is missing and the others find it done. A database migrated
+//! by a newer build is refused rather than misread.
+
+use super::map_err;
+use crate::storage::StoreError;
+use postgres::Client;
+
+/// One step of the schema.
+struct Migration {
+    version: i32,
+    name: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration, in order. Add new ones at the end; never edit one that has shipped.
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "initial schema",
+    sql: include_str!("migrations/0001_initial.sql"),
+}];
+
+/// The advisory lock key that serialises migrations ("scratchp" in ASCII).
+const MIGRATION_LOCK: i64 = 0x7363_7261_7463_6870;
+
+/// The schema version this build writes.
+pub fn latest() -> i32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Brings the database to [`latest`]. Returns the migrations applied, by name.
+pub fn run(client: &mut Client) -> Result<Vec<&'static str>, StoreError> {
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(map_err)?;
+    let result = apply_missing(client);
+    // On error the caller drops the connection, which releases the lock too.
+    client
+        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+        .map_err(map_err)?;
+    result
+}
+
+fn apply_missing(client: &mut Client) -> Result<Vec<&'static str>, StoreError> {
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS scratchpad_migrations (
+                 version    integer PRIMARY KEY,
+                 name       text NOT NULL,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             )",
+        )
+        .map_err(map_err)?;
+    let found: i32 = client
+        .query_one(
+            "SELECT COALESCE(max(version), 0) FROM scratchpad_migrations",
+            &[],
+        )
+        .and_then(|r| r.try_get(0))
+        .map_err(map_err)?;
+    if found > latest() {
+        return Err(StoreError::Database(format!(
+            "the database has schema version {found}, newer than this build's {}; upgrade scratchpad-mcp",
+            latest()
+        )));
+    }
+    let mut applied = Vec::new();
+    for m in MIGRATIONS.iter().filter(|m| m.version > found) {
+        let mut tx = client.transaction().map_err(map_err)?;
+        tx.batch_execute(m.sql).map_err(map_err)?;
+        tx.execute(
+            "INSERT INTO scratchpad_migrations (version, name) VALUES ($1, $2)",
+            &[&m.version, &m.name],
+        )
+        .map_err(map_err)?;
+        tx.commit().map_err(map_err)?;
+        applied.push(m.name);
+    }
+    Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_consecutive_from_one() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1, "migration {:?}", m.name);
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! PostgreSQL, the hosted backend. The tools give the same answers there as on SQLite (the
+//! conformance cases run on both, see `conformance`); these tests cover what only a shared
+//! database has: several server instances behaving as one, its schema migrations, and
+//! what PostgreSQL would otherwise do differently (NUL in text, its own idea of a word).
+//!
+//! They need `SCRATCHPAD_TEST_POSTGRES` (see [`TestDatabase`]) and are skipped without it.
+
+use crate::common::{Scratch, TestDatabase};
+use crate::sandbox::HOSTILE;
+use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
+use scratchpad_mcp::sandbox::GUEST_COMPONENT;
+use scratchpad_mcp::storage::{Postgres, pg_admin};
+use scratchpad_mcp::{CallError, Service};
+use serde_json::{Value, json};
+
+fn scratch() -> Option<Scratch> {
+    Scratch::on_postgres(GUEST_COMPONENT, NO_OVERRIDES)
+}
+
+fn call(service: &Service, tool: &str, args: Value) -> Result<Value, String> {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    service
+        .call(tool, args)
+        .map_err(|e: CallError| e.to_string())
+}
+
+/// The shared invariants hold: counters equal rows, the index matches, sizes add up.
+fn assert_sound(s: &Scratch) {
+    let url = &s.database.as_ref().expect("a PostgreSQL store").url;
+    let v = pg_admin::verify(url).expect("verify");
+    assert!(v.ok(), "{:#?}", v.problems);
+}
+
+#[test]
+fn two_instances_write_as_one_server() {
+    let Some(s) = scratch() else { return };
+    let other = s.another_instance();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let (s, other) = (&s, &other);
+            scope.spawn(move || {
+                for i in 0..25 {
+                    let service = if t % 2 == 0 { s.service() } else { other };
+                    call(service, "write_file", json!({
+                        "agent_id": "team", "path": format!("t{t}/f{i}"), "content": format!("{t} {i}")
+                    }))
+                    .unwrap();
+                    call(service, "append_log", json!({
+                        "agent_id": "team", "path": "events", "entry": format!("{t}:{i}")
+                    }))
+                    .unwrap();
+                }
+            });
+        }
+    });
+    let usage = s.usage("team");
+    assert_eq!(usage["file_count"], 100, "{usage:?}");
+    assert_eq!(usage["log_entry_count"], 100, "{usage:?}");
+    // Every entry is there once, with the ids 1 to 100 and none twice.
+    let mut ids = Vec::new();
+    let mut entries = Vec::new();
+    let mut args = json!({ "agent_id": "team", "path": "events" });
+    loop {
+        let page = s.ok("read_log", args.clone());
+        for e in page["entries"].as_array().unwrap() {
+            ids.push(e["id"].as_u64().unwrap());
+            entries.push(e["entry"].as_str().unwrap().to_owned());
+        }
+        if page["has_more"] == false {
+            break;
+        }
+        args["since_entry"] = page["last_entry_id"].clone();
+    }
+    assert_eq!(ids, (1..=100).collect::<Vec<_>>());
+    entries.sort();
+    entries.dedup();
+    assert_eq!(entries.len(), 100);
+    assert_sound(&s);
+}
+
+#[test]
+fn conflicting_writers_on_two_instances_never_both_win() {
+    let Some(s) = scratch() else { return };
+    let other = s.another_instance();
+    s.write("a", "counter", "0");
+    let wins = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|t| {
+                let (s, other) = (&s, &other);
+                scope.spawn(move || {
+                    let service = if t % 2 == 0 { s.service() } else { other };
+                    let mut wins = 0;
+                    for _ in 0..20 {
+                        let read = call(
+                            service,
+                            "read_file",
+                            json!({ "agent_id": "a", "path": "counter" }),
+                        )
+                        .unwrap();
+                        let (version, n) = (
+                            read["current_version"].as_u64().unwrap(),
+                            read["content"].as_str().unwrap().parse::<u64>().unwrap(),
+                        );
+                        match call(
+                            service,
+                            "write_file",
+                            json!({
+                                "agent_id": "a", "path": "counter", "content": (n + 1).to_string(),
+                                "expected_version": version
+                            }),
+                        ) {
+                            Ok(_) => wins += 1,
+                            Err(e) => assert!(e.starts_with("conflict: "), "{e}"),
+                        }
+                    }
+                    wins
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
+    });
+    // Each win added one to what it read, so no win was lost or doubled.
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "counter" }));
+    assert_eq!(read["content"], wins.to_string());
+    assert_eq!(read["current_version"], wins + 1);
+    assert!(wins >= 20, "{wins} wins of 80 tries");
+    assert_sound(&s);
+}
+
+#[test]
+fn a_quota_holds_exactly_across_instances() {
+    let limits = LimitOverrides {
+        max_files: Some(10),
+        ..NO_OVERRIDES
+    };
+    let Some(s) = Scratch::on_postgres(GUEST_COMPONENT, limits) else {
+        return;
+    };
+    let other = s.another_instance();
+    let created =
+        std::thread::scope(|scope| {
+            let workers: Vec<_> =
+                (0..4)
+                    .map(|t| {
+                        let (s, other) = (&s, &other);
+                        scope.spawn(move || {
+                            let service = if t % 2 == 0 { s.service() } else { other };
+                            (0..10)
+                        .filter(|i| {
+                            match call(service, "write_file", json!({
+                                "agent_id": "a", "path": format!("{t}-{i}"), "content": "x"
+                            })) {
+                                Ok(_) => true,
+                                Err(e) => {
+                                    assert!(e.starts_with("quota exceeded: "), "{e}");
+                                    false
+                                }
+                            }
+                        })
+                        .count()
+                        })
+                    })
+                    .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap())
+                .sum::<usize>()
+        });
+    assert_eq!(created, 10);
+    assert_eq!(s.usage("a")["file_count"], 10);
+    assert_sound(&s);
+}
+
+#[test]
+fn a_trap_after_a_write_rolls_the_write_back() {
+    let Some(s) = Scratch::on_postgres(HOSTILE, NO_OVERRIDES) else {
+        return;
+    };
+    let e = s
+        .call(
+            "write_file",
+            json!({ "agent_id": "write-then-panic", "path": "f", "content": "x" }),
+        )
+        .unwrap_err();
+    assert!(e.starts_with("the tool logic failed"), "{e}");
+    let mut db = s.database.as_ref().unwrap().client();
+    for table in ["files", "versions", "search_docs", "agents"] {
+        let rows: i64 = db
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 0, "{table}");
+    }
+    assert_eq!(s.write("honest", "after", "fine")["version"], 1);
+    assert_sound(&s);
+}
+
+#[test]
+fn text_postgres_cannot_hold_and_words_its_parser_would_join_are_kept() {
+    let Some(s) = scratch() else { return };
+    let content = "nul \u{0} here\nsee config.toml and ops@example.com, naïve 日本語\n";
+    s.write("a", "notes.md", content);
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "notes.md" }));
+    assert_eq!(read["content"], content);
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "a \u{0} b" }),
+    );
+    // PostgreSQL's own parser keeps `config.toml` and the address whole; the guest's words
+    // are what a search matches, on either backend.
+    for query in ["toml", "example", "naïve", "日本語"] {
+        let found = s.ok("search", json!({ "agent_id": "a", "query": query }));
+        assert_eq!(found["hits"][0]["path"], "notes.md", "{query}: {found}");
+    }
+    let found = s.ok("search", json!({ "agent_id": "a", "query": "b" }));
+    assert_eq!(found["hits"][0]["path"], "log", "{found}");
+    assert_sound(&s);
+}
+
+#[test]
+fn migrations_run_once_and_a_newer_schema_is_refused() {
+    let Some(s) = scratch() else { return };
+    let url = s.database.as_ref().unwrap().url.clone();
+    // A second open (and a second instance) finds the schema done.
+    Postgres::open(&url).unwrap();
+    let mut db = s.database.as_ref().unwrap().client();
+    let applied: i64 = db
+        .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(applied, 1);
+    db.execute(
+        "INSERT INTO scratchpad_migrations (version, name) VALUES (99, 'from the future')",
+        &[],
+    )
+    .unwrap();
+    let e = Postgres::open(&url).err().expect("refused").to_string();
+    assert!(
+        e.contains("schema version 99, newer than this build's 1"),
+        "{e}"
+    );
+    assert!(!e.contains("scratchpad@"), "no password or user in {e}");
+}
+
+#[test]
+fn verify_finds_damage_and_names_it() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "hello");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "l", "entry": "e" }),
+    );
+    assert_sound(&s);
+    let mut db = s.database.as_ref().unwrap().client();
+    db.batch_execute(
+        "UPDATE agents SET total_bytes = total_bytes + 7;
+         UPDATE logs SET entries = 5;
+         DELETE FROM search_docs WHERE is_log",
+    )
+    .unwrap();
+    let v = pg_admin::verify(&s.database.as_ref().unwrap().url).unwrap();
+    let problems = v.problems.join("\n");
+    for want in [
+        "an agent whose counters are not what its rows add up to: a: counters 13 B",
+        "a log whose entry count is not the entries it holds: a l: 5 counted, 1 held",
+        "a log entry missing from the search index: a l #1",
+    ] {
+        assert!(problems.contains(want), "{want}\nin:\n{problems}");
+    }
+    assert_eq!(v.counts.files, 1);
+    let stats = pg_admin::stats(&s.database.as_ref().unwrap().url).unwrap();
+    assert_eq!(stats[0].total_bytes, 13);
+}
+
+#[test]
+fn an_unreachable_database_is_named_without_its_password() {
+    if TestDatabase::create().is_none() {
+        return;
+    }
+    let url = scratchpad_mcp::storage::DatabaseUrl::parse(
+        "postgres://sp:s3cret@127.0.0.1:9/none?connect_timeout=2",
+    )
+    .unwrap();
+    let e = Postgres::open(&url).err().expect("refused").to_string();
+    assert!(
+        e.starts_with("cannot open the store at postgres://sp:***@127.0.0.1:9/none"),
+        "{e}"
+    );
+    assert!(!e.contains("s3cret"), "{e}");
+}
