@@ -101,12 +101,46 @@ pub async fn serve(router: axum::Router, addr: SocketAddr) -> Result<(), HttpErr
             reason: e.to_string(),
         })?;
     tracing::info!(%addr, "serving MCP over HTTP at /mcp");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .map_err(|e| HttpError::Serve(e.to_string()))
+    let stopping = Arc::new(tokio::sync::Notify::new());
+    let signalled = Arc::clone(&stopping);
+    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+        stop_signal().await;
+        tracing::info!("stopping: finishing the calls in progress");
+        signalled.notify_one();
+    });
+    tokio::select! {
+        served = server.into_future() => served.map_err(|e| HttpError::Serve(e.to_string())),
+        () = async {
+            stopping.notified().await;
+            tokio::time::sleep(DRAIN_TIME).await;
+        } => {
+            tracing::warn!("connections still open after {} s; closing them", DRAIN_TIME.as_secs());
+            Ok(())
+        }
+    }
+}
+
+/// How long a stopping server waits for open connections (an idle event stream stays open
+/// until its client leaves) before it closes them.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Ctrl-C, or SIGTERM (what service managers and orchestrators send to stop a server).
+async fn stop_signal() {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
 }
 
 /// Lets a request with a known bearer key through, carrying its identity; 401 otherwise.
