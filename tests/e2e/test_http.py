@@ -31,25 +31,34 @@ def cli(config, *args):
 
 
 class Hosted:
-    """A server on a free loopback port, with keys made by `keys add`."""
+    """A server on a free loopback port, with keys made by `keys add`.
 
-    def __init__(self, tmp_path, extra=""):
-        self.config = tmp_path / "config.toml"
-        self.config.write_text(extra)
-        self.keys = {}
-        for name, args in [("rw", ["--agent", "a"]), ("ro", ["--agent", "a", "--read-only"]),
-                           ("b", ["--agent", "b"])]:
-            status, key, err = cli(self.config, "keys", "add", name, *args)
-            assert status == 0, err
-            self.keys[name] = key
-        self.db, self.log = tmp_path / "s.db", open(tmp_path / "server.log", "a+")
+    `store` is the flags that choose the store (a SQLite file in `tmp_path` unless given);
+    `like` is another instance whose config and keys this one shares, as a second instance
+    of one deployment would."""
+
+    def __init__(self, tmp_path, extra="", store=None, like=None):
+        if like is not None:
+            self.config, self.keys = like.config, like.keys
+        else:
+            self.config = tmp_path / "config.toml"
+            self.config.write_text(extra)
+            self.keys = {}
+            for name, args in [("rw", ["--agent", "a"]), ("ro", ["--agent", "a", "--read-only"]),
+                               ("b", ["--agent", "b"])]:
+                status, key, err = cli(self.config, "keys", "add", name, *args)
+                assert status == 0, err
+                self.keys[name] = key
+        self.db = tmp_path / "s.db"
+        self.store = store or ["--db", str(self.db)]
+        self.log = open(tmp_path / f"server-{id(self)}.log", "a+")
         self.start()
 
     def start(self):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [str(BINARY), "--config", str(self.config), "--db", str(self.db), "--cache-dir", CACHE_DIR,
+            [str(BINARY), "--config", str(self.config), *self.store, "--cache-dir", CACHE_DIR,
              "--log", "info", "--log-format", "json", "serve", "--http", f"127.0.0.1:{self.port}"],
             stdout=subprocess.DEVNULL, stderr=self.log, env=ENV)
         for _ in range(200):

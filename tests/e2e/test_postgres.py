@@ -1,0 +1,177 @@
+"""Two server instances on one PostgreSQL database, as a team would run them behind a load
+balancer: the real binary twice, real HTTP, the official SDK, a real database, and a real
+kill -9 in the middle of a storm of writes.
+
+The server comes from SCRATCHPAD_TEST_POSTGRES (a postgres:// URL of a role that may create
+databases); each test gets a database of its own. Without it these tests are skipped, unless
+SCRATCHPAD_REQUIRE_POSTGRES is set (CI sets it), in which case they fail."""
+
+import asyncio
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from conftest import BINARY, run
+from test_http import ENV, Hosted, call
+
+
+@pytest.fixture
+def database():
+    admin = os.environ.get("SCRATCHPAD_TEST_POSTGRES")
+    if not admin:
+        assert not os.environ.get("SCRATCHPAD_REQUIRE_POSTGRES"), \
+            "SCRATCHPAD_REQUIRE_POSTGRES is set, but SCRATCHPAD_TEST_POSTGRES is not"
+        pytest.skip("SCRATCHPAD_TEST_POSTGRES is not set")
+    name = f"sp_e2e_{uuid.uuid4().hex[:12]}"
+    psql(admin, f"CREATE DATABASE {name}")
+    base, _, query = admin.partition("?")
+    scheme, _, rest = base.partition("://")
+    server = rest.split("/", 1)[0]
+    yield f"{scheme}://{server}/{name}" + (f"?{query}" if query else "")
+    psql(admin, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def psql(url, sql):
+    done = subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-qAtc", sql],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def verify(url):
+    done = subprocess.run([str(BINARY), "--database", url, "verify"],
+                          capture_output=True, text=True, env=ENV, timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture
+def pair(tmp_path, database):
+    """Two instances on one database, sharing one config (its keys and limits)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = Hosted(tmp_path / "a", extra="[limits]\nmax_files = 40\n", store=["--database", database])
+    second = Hosted(tmp_path / "b", store=["--database", database], like=first)
+    yield first, second, database
+    for h in (first, second):
+        if h.proc.poll() is None:
+            h.stop()
+            assert h.proc.returncode == 0, open(h.log.name).read()[-2000:]
+        assert "panicked" not in open(h.log.name).read()
+
+
+def test_two_instances_answer_as_one_server(pair):
+    first, second, url = pair
+
+    async def go():
+        async with first.client(first.keys["rw"]) as a, second.client(second.keys["rw"]) as b:
+            old = "".join(f"line {i}\n" for i in range(1, 101))
+            assert (await call(a, "write_file", agent_id="a", path="doc.md", content=old))[0]
+            # The other instance sees it, diffs against it, and searches it.
+            new = old.replace("line 50\n", "line fifty\n")
+            ok, wrote = await call(b, "write_file", agent_id="a", path="doc.md", content=new,
+                                   expected_version=1)
+            assert ok and wrote["version"] == 2, wrote
+            ok, diff = await call(a, "read_file", agent_id="a", path="doc.md", since_version=1)
+            assert ok and [c["op"] for c in diff["diff"]] == ["skip", "equal", "remove", "add", "equal", "skip"]
+            ok, found = await call(a, "search", agent_id="a", query="fifty")
+            assert ok and found["hits"][0]["lines"][0]["line"] == 50, found
+            # A write against the version the other instance replaced is a conflict.
+            ok, e = await call(a, "write_file", agent_id="a", path="doc.md", content="stale",
+                               expected_version=1)
+            assert not ok and e.startswith('conflict: "doc.md" is at version 2'), e
+            # The quota (40 files, from the shared config) holds across both at once.
+            results = await asyncio.gather(*[
+                call(c, "write_file", agent_id="a", path=f"q/{i}", content="x")
+                for i in range(60) for c in [(a, b)[i % 2]]])
+            made = [ok for ok, _ in results if ok]
+            refused = [e for ok, e in results if not ok]
+            assert len(made) == 39, (len(made), refused[:3])
+            assert all(e.startswith("quota exceeded: ") for e in refused), refused[:3]
+            ok, usage = await call(b, "get_usage_stats", agent_id="a")
+            assert ok and usage["file_count"] == 40, usage
+
+    run(go())
+    status, out = verify(url)
+    assert status == 0 and out.startswith("ok: 1 agents, 40 files"), out
+
+
+def test_a_killed_instance_loses_no_acknowledged_write(pair):
+    first, second, url = pair
+    acknowledged = {"log": [], "files": {}}
+
+    async def writer(instance, name, stop):
+        """Appends and writes until stopped or its instance dies; records what was answered."""
+        try:
+            async with instance.client(instance.keys["rw"]) as c:
+                n = 0
+                while not stop.is_set():
+                    n += 1
+                    entry = f"{name}-{n}"
+                    ok, _ = await call(c, "append_log", agent_id="a", path="storm", entry=entry)
+                    assert ok
+                    acknowledged["log"].append(entry)
+                    ok, wrote = await call(c, "write_file", agent_id="a", path=f"w/{name}",
+                                           content=entry)
+                    assert ok
+                    acknowledged["files"][name] = (wrote["version"], entry)
+        except Exception:  # the instance was killed under this writer: expected, see below
+            if instance.proc.poll() is None:
+                raise
+
+    async def go():
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(writer(h, f"{tag}{i}", stop))
+                 for i in range(3) for tag, h in [("a", first), ("b", second)]]
+        await asyncio.sleep(2)
+        first.proc.kill()  # kill -9, in the middle of the storm
+        first.proc.wait()
+        await asyncio.sleep(1.5)
+        stop.set()
+        await asyncio.gather(*tasks)
+
+    run(go())
+    assert len(acknowledged["log"]) > 50, len(acknowledged["log"])
+
+    async def check():
+        async with second.client(second.keys["rw"]) as b:
+            stored, since = [], None
+            while True:
+                args = {"agent_id": "a", "path": "storm"}
+                if since is not None:
+                    args["since_entry"] = since
+                ok, page = await call(b, "read_log", **args)
+                assert ok, page
+                stored += [e["entry"] for e in page["entries"]]
+                if not page["has_more"]:
+                    break
+                since = page["last_entry_id"]
+            # Every acknowledged entry is there, once; nothing is there twice.
+            assert len(stored) == len(set(stored))
+            missing = set(acknowledged["log"]) - set(stored)
+            assert not missing, sorted(missing)[:5]
+            for name, (version, content) in acknowledged["files"].items():
+                ok, f = await call(b, "read_file", agent_id="a", path=f"w/{name}")
+                assert ok and f["current_version"] >= version, (name, f)
+                if f["current_version"] == version:
+                    assert f["content"] == content
+            ok, usage = await call(b, "get_usage_stats", agent_id="a")
+            assert ok and usage["log_entry_count"] == len(stored), usage
+            assert usage["file_count"] == len(acknowledged["files"]), usage
+        return len(stored)
+
+    stored = run(check())
+    # Counters equal rows, the index matches: nothing half-written by the killed instance.
+    status, out = verify(url)
+    assert status == 0, out
+    # The killed instance comes back on the same database and serves.
+    first.start()
+
+    async def again():
+        async with first.client(first.keys["rw"]) as a:
+            ok, answer = await call(a, "append_log", agent_id="a", path="storm", entry="after")
+            assert ok and answer["entry_id"] > stored, answer
+
+    run(again())
+    print(f"figure: {len(acknowledged['log'])} acknowledged appends, {stored} stored, 0 lost")
