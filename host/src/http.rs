@@ -2,7 +2,7 @@
 //! many callers.
 //!
 //! - `/mcp`: the MCP endpoint, behind bearer keys ([`crate::keys`]). rmcp validates `Host`
-//!   (loopback plus `allowed_hosts`, against DNS rebinding) and `Origin` (only
+//!   (loopback plus `allowed_hosts`, against DNS rebinding) and `Origin` (loopback's plus
 //!   `allowed_origins`; any other is 403). The caller's identity is the key's; the gate in
 //!   [`crate::mcp`] refuses a call for another agent, a write with a read-only key, or an
 //!   agent over its rate, before any storage work.
@@ -53,6 +53,17 @@ pub fn address(flag: Option<SocketAddr>, http: &HttpSettings) -> SocketAddr {
         .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("the default address parses"))
 }
 
+/// Browser origins always accepted: pages served from this machine (the MCP Inspector's,
+/// say). DNS rebinding comes from a foreign origin, which is refused unless configured.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
 /// The router: `/mcp` behind the keys, `/health` and `/metrics` open.
 pub fn router(service: Arc<Service>, http: &HttpSettings) -> Result<axum::Router, HttpError> {
     let keys = Keys::new(&http.keys);
@@ -70,7 +81,11 @@ pub fn router(service: Arc<Service>, http: &HttpSettings) -> Result<axum::Router
     config
         .allowed_hosts
         .extend(http.allowed_hosts.iter().cloned());
-    config.allowed_origins = http.allowed_origins.clone();
+    config.allowed_origins = LOOPBACK_ORIGINS
+        .iter()
+        .map(|o| (*o).to_owned())
+        .chain(http.allowed_origins.iter().cloned())
+        .collect();
     let config = config.enforce_origin_validation();
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
