@@ -78,6 +78,11 @@ pub fn router(service: Arc<Service>, http: &HttpSettings) -> Result<axum::Router
     });
     let server = McpServer::new(service).gated(gate, Arc::clone(&metrics));
     let mut config = StreamableHttpServerConfig::default();
+    // No sessions in memory, in either protocol era: any instance behind a load balancer
+    // can answer any request, with no sticky routing. The server never pushes messages,
+    // so there is nothing a session would carry; answers are plain JSON.
+    config.legacy_session_mode = false;
+    config.json_response = true;
     config
         .allowed_hosts
         .extend(http.allowed_hosts.iter().cloned());

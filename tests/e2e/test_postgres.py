@@ -7,14 +7,21 @@ databases); each test gets a database of its own. Without it these tests are ski
 SCRATCHPAD_REQUIRE_POSTGRES is set (CI sets it), in which case they fail."""
 
 import asyncio
+import http.client
+import http.server
+import itertools
 import os
 import subprocess
+import threading
 import uuid
 
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import BINARY, run
-from test_http import ENV, Hosted, call
+from test_http import ENV, Hosted, call, free_port
 
 
 @pytest.fixture
@@ -175,3 +182,73 @@ def test_a_killed_instance_loses_no_acknowledged_write(pair):
 
     run(again())
     print(f"figure: {len(acknowledged['log'])} acknowledged appends, {stored} stored, 0 lost")
+
+
+class RoundRobin:
+    """A load balancer with no stickiness at all: each request goes to the next instance."""
+
+    def __init__(self, *instances):
+        self.served = [0] * len(instances)
+        turns = itertools.cycle(range(len(instances)))
+        lock = threading.Lock()
+        balancer = self
+
+        class Forward(http.server.BaseHTTPRequestHandler):
+            def forward(self):
+                with lock:
+                    i = next(turns)
+                    balancer.served[i] += 1
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream = http.client.HTTPConnection("127.0.0.1", instances[i].port, timeout=30)
+                upstream.request(self.command, self.path, body, dict(self.headers))
+                answer = upstream.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for k, v in answer.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Forward)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_any_instance_answers_any_request_behind_a_round_robin_balancer(pair, era):
+    first, second, _ = pair
+    balancer = RoundRobin(first, second)
+
+    async def go():
+        headers = {"Authorization": f"Bearer {first.keys['rw']}"}
+        transport = streamable_http_client(f"{balancer.url}/mcp",
+                                           http_client=create_mcp_http_client(headers=headers))
+        async with Client(transport, mode=era) as c:
+            text = "".join(f"line {i}\n" for i in range(1, 41))
+            for v in range(1, 7):
+                text = text.replace(f"line {v}\n", f"line {v} changed\n")
+                ok, wrote = await call(c, "write_file", agent_id="a", path="doc.md", content=text,
+                                       expected_version=v - 1)
+                assert ok and wrote["version"] == v, wrote
+                if v > 1:
+                    ok, read = await call(c, "read_file", agent_id="a", path="doc.md",
+                                          since_version=v - 1)
+                    assert ok and read["current_version"] == v and "diff" in read, read
+            ok, found = await call(c, "search", agent_id="a", query="changed")
+            assert ok and found["hits"][0]["path"] == "doc.md", found
+
+    try:
+        run(go())
+    finally:
+        balancer.close()
+    assert min(balancer.served) >= 5, balancer.served
