@@ -12,7 +12,7 @@
 //! The server refuses to start with no key configured: an open door is never the default.
 
 use crate::gate::{Gate, Metrics, RateLimiter};
-use crate::keys::Keys;
+use crate::keys::{KeyRing, Keys};
 use crate::mcp::McpServer;
 use crate::service::Service;
 use crate::settings::{DEFAULT_LISTEN, HttpSettings};
@@ -65,8 +65,12 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 ];
 
 /// The router: `/mcp` behind the keys, `/health` and `/metrics` open.
-pub fn router(service: Arc<Service>, http: &HttpSettings) -> Result<axum::Router, HttpError> {
-    let keys = Keys::new(&http.keys);
+/// The keys are `keys`, which [`reload_keys_on_hangup`] may replace while serving.
+pub fn router(
+    service: Arc<Service>,
+    http: &HttpSettings,
+    keys: Arc<KeyRing>,
+) -> Result<axum::Router, HttpError> {
     if keys.is_empty() {
         return Err(HttpError::NoKeys);
     }
@@ -99,7 +103,7 @@ pub fn router(service: Arc<Service>, http: &HttpSettings) -> Result<axum::Router
     );
     let protected = axum::Router::new()
         .nest_service("/mcp", mcp)
-        .layer(middleware::from_fn_with_state(Arc::new(keys), authenticate));
+        .layer(middleware::from_fn_with_state(keys, authenticate));
     Ok(axum::Router::new()
         .route("/health", get(|| async { "ok\n" }))
         .route(
@@ -140,6 +144,32 @@ pub async fn serve(router: axum::Router, addr: SocketAddr) -> Result<(), HttpErr
     }
 }
 
+/// Reads the keys from `config_file` again at every `SIGHUP` and puts them in force; a file
+/// that cannot be read leaves the keys in force as they were, and says why in the log.
+pub async fn reload_keys_on_hangup(keys: Arc<KeyRing>, config_file: std::path::PathBuf) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+            tracing::warn!("SIGHUP cannot be caught; keys are read at start only");
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            match crate::keys::read(&config_file) {
+                Ok(entries) => {
+                    keys.replace(Keys::new(&entries));
+                    tracing::info!(keys = entries.len(), "API keys read again");
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "API keys not read again; those in force stay")
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (keys, config_file);
+}
+
 /// How long a stopping server waits for open connections (an idle event stream stays open
 /// until its client leaves) before it closes them.
 const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(10);
@@ -164,7 +194,11 @@ async fn stop_signal() {
 }
 
 /// Lets a request with a known bearer key through, carrying its identity; 401 otherwise.
-async fn authenticate(State(keys): State<Arc<Keys>>, mut request: Request, next: Next) -> Response {
+async fn authenticate(
+    State(keys): State<Arc<KeyRing>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let key = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -173,7 +207,7 @@ async fn authenticate(State(keys): State<Arc<Keys>>, mut request: Request, next:
         .map(str::trim);
     match key.and_then(|k| keys.identify(k)) {
         Some(identity) => {
-            request.extensions_mut().insert(identity.clone());
+            request.extensions_mut().insert(identity);
             next.run(request).await
         }
         None => {

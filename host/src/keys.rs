@@ -4,11 +4,13 @@
 //! shown once, when `scratchpad-mcp keys add` makes it. A request's identity is the key's,
 //! never the `agent_id` it names: a call for another agent, or a write with a read-only key,
 //! is refused before any storage work. No key, and no hash, ever reaches a log or an error.
+//! A running server reads its keys again on `SIGHUP` ([`KeyRing`]).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, RwLock};
 
 /// What a key may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +106,60 @@ impl Keys {
     /// The identity of a bearer key, if it is one of ours.
     pub fn identify(&self, key: &str) -> Option<&Identity> {
         self.0.get(&hash(key))
+    }
+}
+
+/// The keys in force while serving: replaced whole when the config file is read again
+/// (on `SIGHUP`), so a revoked key stops working without a restart.
+#[derive(Debug, Default)]
+pub struct KeyRing(RwLock<Arc<Keys>>);
+
+impl KeyRing {
+    /// A ring holding `keys`.
+    pub fn new(keys: Keys) -> Self {
+        Self(RwLock::new(Arc::new(keys)))
+    }
+
+    fn current(&self) -> Arc<Keys> {
+        Arc::clone(&self.0.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The identity of a bearer key, if it is one of the keys in force.
+    pub fn identify(&self, key: &str) -> Option<Identity> {
+        self.current().identify(key).cloned()
+    }
+
+    /// Puts `keys` in force, for every request from now on.
+    pub fn replace(&self, keys: Keys) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(keys);
+    }
+
+    /// How many keys are in force.
+    pub fn len(&self) -> usize {
+        self.current().0.len()
+    }
+
+    /// Whether no key is in force.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The keys recorded in the config file at `path` (none when it has none).
+pub fn read(path: &Path) -> Result<Vec<KeyEntry>, KeysError> {
+    let invalid = |reason: String| KeysError::Invalid {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| KeysError::Io(format!("cannot read {}: {e}", path.display())))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| invalid(e.message().to_owned()))?;
+    match table.get("http").and_then(|h| h.get("keys")) {
+        None => Ok(Vec::new()),
+        Some(keys) => keys
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| invalid(format!("[[http.keys]]: {}", e.message()))),
     }
 }
 
@@ -221,7 +277,8 @@ pub fn add(path: &Path, name: &str, agents: &[String], scope: Scope) -> Result<S
     Ok(key)
 }
 
-/// Removes the key named `name` from the config file; servers refuse it once restarted.
+/// Removes the key named `name` from the config file; servers refuse it once they read the
+/// file again (`SIGHUP`, or a restart).
 pub fn revoke(path: &Path, name: &str) -> Result<(), KeysError> {
     let mut doc = load(path)?;
     let keys = keys_array(&mut doc)?;
@@ -260,7 +317,11 @@ mod tests {
         );
         assert!(who.allows("a", true).unwrap_err().contains("read-only"));
         assert!(keys.identify("sk-scratchpad-nope").is_none());
+        let ring = KeyRing::new(Keys::new(&read(&path).unwrap()));
+        assert_eq!(ring.identify(&key).map(|who| who.name), Some("ci".into()));
         revoke(&path, "ci").unwrap();
         assert!(revoke(&path, "ci").is_err());
+        ring.replace(Keys::new(&read(&path).unwrap()));
+        assert!(ring.is_empty() && ring.identify(&key).is_none());
     }
 }

@@ -166,7 +166,7 @@ enum KeysAction {
     },
     /// List the keys: name, scope, agents
     List,
-    /// Remove a key; running servers refuse it once restarted
+    /// Remove a key; running servers refuse it once sent SIGHUP (or restarted)
     Revoke {
         /// Its name
         name: String,
@@ -259,7 +259,11 @@ fn serve_http(resolved: Resolved, addr: &str) -> anyhow::Result<ExitCode> {
             })
         })
         .await??;
-        let router = scratchpad_mcp::http::router(Arc::new(service), &http)?;
+        let ring = Arc::new(keys::KeyRing::new(keys::Keys::new(&http.keys)));
+        let router = scratchpad_mcp::http::router(Arc::new(service), &http, Arc::clone(&ring))?;
+        if let Some(file) = resolved.config_file {
+            tokio::spawn(scratchpad_mcp::http::reload_keys_on_hangup(ring, file));
+        }
         eprintln!("scratchpad-mcp: serving MCP at http://{addr}/mcp");
         scratchpad_mcp::http::serve(router, addr).await?;
         anyhow::Ok(())
@@ -324,7 +328,7 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                 KeysAction::Revoke { name } => {
                     keys::revoke(file, &name)?;
                     eprintln!(
-                        "key {name:?} revoked in {}; restart servers to apply",
+                        "key {name:?} revoked in {}; servers refuse it once sent SIGHUP (or restarted)",
                         file.display()
                     );
                 }

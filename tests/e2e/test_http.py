@@ -2,6 +2,7 @@
 with real API keys, a real port on loopback and real refusals."""
 
 import json
+import signal
 import socket
 import subprocess
 import time
@@ -28,6 +29,15 @@ def cli(config, *args):
     done = subprocess.run([str(BINARY), "--config", str(config), *map(str, args)],
                           capture_output=True, text=True, env=ENV, timeout=60)
     return done.returncode, done.stdout.strip(), done.stderr
+
+
+def wait_for(condition, seconds=5):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class Hosted:
@@ -155,11 +165,24 @@ def test_no_key_a_wrong_key_a_revoked_key_and_a_bad_origin_are_refused(hosted):
     assert hosted.post({**good, "Origin": "http://evil.example"})[0] == 403
     # A page served from this machine is not a rebinding attack.
     assert hosted.post({**good, "Origin": f"http://localhost:{hosted.port}"})[0] == 200
+    # Keys are read again on SIGHUP: a revoked key is refused, a new one let in, no restart.
     status, _, err = cli(hosted.config, "keys", "revoke", "b")
     assert status == 0, err
-    hosted.stop()
-    hosted.start()
-    assert hosted.post(good)[0] == 401
+    status, new_key, err = cli(hosted.config, "keys", "add", "b2", "--agent", "b")
+    assert status == 0, err
+    assert hosted.post({"Authorization": f"Bearer {new_key}"})[0] == 401
+    pid = hosted.proc.pid
+    hosted.proc.send_signal(signal.SIGHUP)
+    assert wait_for(lambda: hosted.post(good)[0] == 401)
+    assert hosted.post({"Authorization": f"Bearer {new_key}"})[0] == 200
+    assert hosted.proc.pid == pid and hosted.proc.poll() is None
+    # A broken config file leaves the keys in force as they were.
+    text = hosted.config.read_text()
+    hosted.config.write_text(text + "\n[[http.keys]]\nname = 1\n")
+    hosted.proc.send_signal(signal.SIGHUP)
+    assert wait_for(lambda: "API keys not read again" in open(hosted.log.name).read())
+    assert hosted.post({"Authorization": f"Bearer {new_key}"})[0] == 200
+    hosted.config.write_text(text)
     metrics = urllib.request.urlopen(f"{hosted.url}/metrics").read().decode()
     assert "# TYPE scratchpad_tool_calls_total counter" in metrics
 
