@@ -290,3 +290,36 @@ fn an_unreachable_database_is_named_without_its_password() {
     );
     assert!(!e.contains("s3cret"), "{e}");
 }
+
+#[test]
+fn a_writer_held_off_past_the_deadline_gets_busy_and_other_agents_do_not_wait() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "before");
+    // Another instance's long call on agent "a", as PostgreSQL sees it: the agent's lock.
+    let mut holder = s.database.as_ref().unwrap().client();
+    holder
+        .execute("SELECT pg_advisory_lock(hashtextextended('a', 0))", &[])
+        .unwrap();
+    let started = std::time::Instant::now();
+    let e = s
+        .call(
+            "write_file",
+            json!({ "agent_id": "a", "path": "f", "content": "after" }),
+        )
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(
+        e,
+        "the store is busy: another process held it past the wait deadline; nothing was changed, retry the call"
+    );
+    assert!(waited >= std::time::Duration::from_secs(5), "{waited:?}");
+    // Reads of "a" and writes of another agent go on meanwhile.
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(read["content"], "before");
+    let started = std::time::Instant::now();
+    s.write("b", "f", "not held");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    drop(holder);
+    assert_eq!(s.write("a", "f", "after")["version"], 2);
+    assert_sound(&s);
+}

@@ -2,13 +2,15 @@
 //! and latency per tool, memory, and how costs scale with what an agent holds.
 //!
 //! `cargo run --release -p scratchpad-bench --bin e2e [-- --quick]` (the release server must
-//! be built: `cargo build --release`). `SCRATCHPAD_BIN` names another server binary.
+//! be built: `cargo build --release`). `SCRATCHPAD_BIN` names another server binary. With
+//! `SCRATCHPAD_TEST_POSTGRES` set, the per-call figures are taken on PostgreSQL too.
 
 // A report: its table goes to stdout.
 #![allow(clippy::print_stdout)]
 
 use scratchpad_bench::document;
 use serde_json::{Value, json};
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -23,14 +25,16 @@ struct Server {
 }
 
 impl Server {
+    /// A server on the SQLite file `db`.
     fn start(bin: &Path, db: &Path, cache: &Path) -> Self {
+        Self::start_on(bin, &["--db".as_ref(), db.as_os_str()], cache)
+    }
+
+    /// A server on the store `store` names (`--db FILE` or `--database URL`).
+    fn start_on(bin: &Path, store: &[&OsStr], cache: &Path) -> Self {
         let mut child = Command::new(bin)
-            .args([
-                "--db".as_ref(),
-                db.as_os_str(),
-                "--cache-dir".as_ref(),
-                cache.as_os_str(),
-            ])
+            .args(store)
+            .args(["--cache-dir".as_ref(), cache.as_os_str()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -230,6 +234,45 @@ fn criterion_rows(root: &Path) {
     }
 }
 
+/// Calls per second and latency of the common tools, one call at a time, as `agent`;
+/// `store` is added to each row's name.
+fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) {
+    let writes = Run::time(n, |i| {
+        s.call(
+            "write_file",
+            json!({ "agent_id": agent, "path": "plan.md", "content": document(i) }),
+        );
+    });
+    let reads = Run::time(n, |i| {
+        s.call("read_file", json!({ "agent_id": agent, "path": "plan.md", "since_version": (n - 1 - i % 9).max(1) }));
+    });
+    let appends = Run::time(n, |i| {
+        s.call("append_log", json!({ "agent_id": agent, "path": "log", "entry": { "step": i, "did": "edited plan.md" } }));
+    });
+    let pages = Run::time(n / 10, |i| {
+        s.call(
+            "read_log",
+            json!({ "agent_id": agent, "path": "log", "since_entry": (i * 100) % n }),
+        );
+    });
+    for (what, run) in [
+        ("write_file (50 lines, one changed)", &writes),
+        ("read_file since a recent version", &reads),
+        ("append_log", &appends),
+        ("read_log (page of 100)", &pages),
+    ] {
+        row(
+            &format!("{what}{store}"),
+            format!("{:.0} calls/s", run.per_second()),
+            format!(
+                "p50 {}, p99 {}",
+                ms(run.quantile(0.5)),
+                ms(run.quantile(0.99))
+            ),
+        );
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -291,40 +334,7 @@ fn main() {
             listing.len() / 4
         ),
     );
-    let writes = Run::time(n, |i| {
-        s.call(
-            "write_file",
-            json!({ "agent_id": "bench", "path": "plan.md", "content": document(i) }),
-        );
-    });
-    let reads = Run::time(n, |i| {
-        s.call("read_file", json!({ "agent_id": "bench", "path": "plan.md", "since_version": (n - 1 - i % 9).max(1) }));
-    });
-    let appends = Run::time(n, |i| {
-        s.call("append_log", json!({ "agent_id": "bench", "path": "log", "entry": { "step": i, "did": "edited plan.md" } }));
-    });
-    let pages = Run::time(n / 10, |i| {
-        s.call(
-            "read_log",
-            json!({ "agent_id": "bench", "path": "log", "since_entry": (i * 100) % n }),
-        );
-    });
-    for (what, run) in [
-        ("write_file (50 lines, one changed)", &writes),
-        ("read_file since a recent version", &reads),
-        ("append_log", &appends),
-        ("read_log (page of 100)", &pages),
-    ] {
-        row(
-            what,
-            format!("{:.0} calls/s", run.per_second()),
-            format!(
-                "p50 {}, p99 {}",
-                ms(run.quantile(0.5)),
-                ms(run.quantile(0.99))
-            ),
-        );
-    }
+    call_rows(&mut s, n, "bench", "");
     row(
         "resident memory, idle",
         format!("{idle_rss:.1} MiB"),
@@ -442,4 +452,13 @@ fn main() {
         format!("at entry 0: {}", ms(head.quantile(0.5))),
     );
     s.stop();
+
+    // The same calls on PostgreSQL, when a server is given (as for the tests), as an agent
+    // of this run's own, so that earlier runs' data does not count.
+    if let Some(url) = std::env::var_os("SCRATCHPAD_TEST_POSTGRES") {
+        let mut pg = Server::start_on(&bin, &["--database".as_ref(), url.as_os_str()], &cache);
+        let agent = format!("bench-{}", std::process::id());
+        call_rows(&mut pg, n, &agent, " on PostgreSQL (loopback)");
+        pg.stop();
+    }
 }

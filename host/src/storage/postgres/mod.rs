@@ -4,8 +4,9 @@
 //! - A write call takes a transaction-scoped advisory lock on its agent before it reads
 //!   anything of that agent's. Two instances therefore never both read a file's last version
 //!   and both write the next one, conflict checks see every committed write, and a quota is
-//!   checked against every committed byte. Agents never wait for each other. The wait is
-//!   bounded by `lock_timeout` ([`BUSY_TIMEOUT`]), past which the call answers "busy".
+//!   checked against every committed byte. Agents never wait for each other. Every wait is
+//!   bounded by the connection's `lock_timeout` ([`BUSY_TIMEOUT`]), past which the call
+//!   answers "busy".
 //! - A read call runs in `REPEATABLE READ READ ONLY`: one snapshot for all its statements,
 //!   no locks. Its operation count, and any summary it cached, are stored after it in a
 //!   short write, so a read never holds a lock while a model thinks.
@@ -143,7 +144,11 @@ impl Postgres {
     }
 
     fn connect(&self) -> Result<Conn, StoreError> {
-        let client = self.config.connect(NoTls).map_err(map_err)?;
+        let mut client = self.config.connect(NoTls).map_err(map_err)?;
+        // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang.
+        client
+            .batch_execute(&format!("SET lock_timeout = {}", BUSY_TIMEOUT.as_millis()))
+            .map_err(map_err)?;
         Ok(Conn {
             client,
             prepared: HashMap::new(),
@@ -217,12 +222,9 @@ fn map_err(e: postgres::Error) -> StoreError {
 impl Backend for Postgres {
     fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError> {
         let mut conn = self.take()?;
-        conn.batch(&match mode {
-            Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY".to_owned(),
-            Mode::Write => format!(
-                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {}",
-                BUSY_TIMEOUT.as_millis()
-            ),
+        conn.batch(match mode {
+            Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            Mode::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
         })?;
         Ok(Box::new(PgTxn {
             conn: Some(conn),
@@ -415,14 +417,15 @@ impl PgTxn {
         .map(drop)
     }
 
-    /// After a read: stores its summaries and counts it, in one short write.
+    /// After a read: stores its summaries and counts it, in one short write (the count
+    /// alone is one statement, which commits by itself).
     fn count_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut();
-        conn.batch(&format!(
-            "BEGIN; SET LOCAL lock_timeout = {}",
-            BUSY_TIMEOUT.as_millis()
-        ))?;
+        if summaries.is_empty() {
+            return Self::bump(conn, agent, 0, 0, 0, 1);
+        }
+        conn.batch("BEGIN")?;
         for s in &summaries {
             // A version deleted or pruned meanwhile simply goes uncached.
             Self::store_summary(conn, s)?;
