@@ -289,6 +289,17 @@ fn an_unreachable_database_is_named_without_its_password() {
         "{e}"
     );
     assert!(!e.contains("s3cret"), "{e}");
+    // Asked for TLS, which this build does not speak: refused, not served in the clear.
+    let tls = scratchpad_mcp::storage::DatabaseUrl::parse(
+        "postgres://sp:s3cret@127.0.0.1:9/none?sslmode=require",
+    )
+    .unwrap();
+    let e = Postgres::open(&tls).err().expect("refused").to_string();
+    assert!(
+        e.contains("sslmode=require, but this build connects without TLS"),
+        "{e}"
+    );
+    assert!(!e.contains("s3cret"), "{e}");
 }
 
 #[test]

@@ -162,7 +162,7 @@ impl Postgres {
 }
 
 /// The driver's settings for `url`, with a connect timeout and our application name unless
-/// the URL sets them.
+/// the URL sets them. A URL that asks for TLS is refused rather than served in the clear.
 fn config(url: &DatabaseUrl) -> Result<postgres::Config, StoreError> {
     let mut config: postgres::Config =
         url.expose()
@@ -171,6 +171,14 @@ fn config(url: &DatabaseUrl) -> Result<postgres::Config, StoreError> {
                 path: url.to_string(),
                 reason: format!("invalid URL: {e}"),
             })?;
+    if config.get_ssl_mode() == postgres::config::SslMode::Require {
+        return Err(StoreError::Open {
+            path: url.to_string(),
+            reason: "sslmode=require, but this build connects without TLS: reach PostgreSQL over \
+                     loopback, a private network or a TLS tunnel, and drop sslmode"
+                .into(),
+        });
+    }
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
