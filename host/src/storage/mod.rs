@@ -56,6 +56,82 @@ struct PendingSummary {
     summary: String,
 }
 
+impl PendingSummary {
+    fn new(agent: &str, path: &str, version: u64, model: &str, summary: &str) -> Self {
+        Self {
+            agent: agent.into(),
+            path: path.into(),
+            version,
+            model: model.into(),
+            summary: summary.into(),
+        }
+    }
+}
+
+/// `put-summary` as both backends do it: in a read call, kept in `pending` for after the
+/// call; in a write call, stored now by `store` (which says whether the version was there),
+/// and refused for a version that is not kept.
+fn put_summary(
+    mode: Mode,
+    pending: &mut Vec<PendingSummary>,
+    summary: PendingSummary,
+    store: impl FnOnce(&PendingSummary) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    match mode {
+        Mode::Read => pending.push(summary),
+        Mode::Write => {
+            if !store(&summary)? {
+                return Err(StoreError::Refused(format!(
+                    "put-summary for version {} of {:?}, which is not kept",
+                    summary.version, summary.path
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The host's checks on a `put-version`: numbers only ever rise.
+fn check_new_version(path: &str, version: u64, last: u64) -> Result<(), StoreError> {
+    if version <= last {
+        return Err(StoreError::Refused(format!(
+            "version {version} of {path:?} is not above its last version {last}"
+        )));
+    }
+    Ok(())
+}
+
+/// The host's checks on a `prune-versions`: the file has versions, and the current one stays.
+fn check_prune(path: &str, keep_from: u64, current: Option<u64>) -> Result<(), StoreError> {
+    let Some(current) = current else {
+        return Err(StoreError::Refused(format!(
+            "prune-versions of {path:?}, which has no versions"
+        )));
+    };
+    if keep_from > current {
+        return Err(StoreError::Refused(format!(
+            "prune-versions below {keep_from} would drop the current version {current} of {path:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// An `append-log` entry as stored: whether it is text, its body, and its size, which must
+/// be what the guest counted.
+fn log_body(entry: &LogValue, bytes: u64) -> Result<(bool, &str, i64), StoreError> {
+    let (is_text, body) = match entry {
+        LogValue::Text(t) => (true, t.as_str()),
+        LogValue::Json(j) => (false, j.as_str()),
+    };
+    if bytes != body.len() as u64 {
+        return Err(StoreError::Refused(format!(
+            "append-log counted {bytes} bytes for an entry of {} bytes",
+            body.len()
+        )));
+    }
+    Ok((is_text, body, to_i64(bytes)?))
+}
+
 /// A stored count (databases keep signed integers) as the WIT's unsigned one.
 fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)

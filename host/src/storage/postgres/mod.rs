@@ -492,11 +492,7 @@ impl Txn for PgTxn {
         let row = self.file_row(agent, path)?;
         let (last, existed) =
             row.map_or((0, false), |(_, last, current)| (last, current.is_some()));
-        if version <= last {
-            return Err(StoreError::Refused(format!(
-                "version {version} of {path:?} is not above its last version {last}"
-            )));
-        }
+        super::check_new_version(path, version, last)?;
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
         let conn = self.on(agent)?;
         let id: i64 = col(
@@ -525,16 +521,9 @@ impl Txn for PgTxn {
         keep_from: u64,
     ) -> Result<(), StoreError> {
         self.writing(agent, "prune-versions")?;
-        let Some((id, _, Some(current))) = self.file_row(agent, path)? else {
-            return Err(StoreError::Refused(format!(
-                "prune-versions of {path:?}, which has no versions"
-            )));
-        };
-        if keep_from > current {
-            return Err(StoreError::Refused(format!(
-                "prune-versions below {keep_from} would drop the current version {current} of {path:?}"
-            )));
-        }
+        let row = self.file_row(agent, path)?;
+        super::check_prune(path, keep_from, row.and_then(|(_, _, current)| current))?;
+        let id = row.map_or(0, |(id, _, _)| id);
         let conn = self.on(agent)?;
         // Summaries of the dropped versions go with them (ON DELETE CASCADE).
         let freed: i64 = col(
@@ -599,18 +588,8 @@ impl Txn for PgTxn {
         entry: &LogValue,
         bytes: u64,
     ) -> Result<u64, StoreError> {
+        let (is_text, body, bytes) = super::log_body(entry, bytes)?;
         let conn = self.writing(agent, "append-log")?;
-        let (is_text, body) = match entry {
-            LogValue::Text(t) => (true, t),
-            LogValue::Json(j) => (false, j),
-        };
-        if bytes != body.len() as u64 {
-            return Err(StoreError::Refused(format!(
-                "append-log counted {bytes} bytes for an entry of {} bytes",
-                body.len()
-            )));
-        }
-        let bytes = to_i64(bytes)?;
         let id: i64 = col(
             &conn.query_one(
                 "INSERT INTO logs (agent_id, path, last_id, entries) VALUES ($1, $2, 1, 1)
@@ -705,24 +684,17 @@ impl Txn for PgTxn {
         model: &str,
         summary: &str,
     ) -> Result<(), StoreError> {
-        let pending = PendingSummary {
-            agent: agent.into(),
-            path: path.into(),
-            version,
-            model: model.into(),
-            summary: summary.into(),
-        };
-        match self.mode {
-            Mode::Read => self.pending_summaries.push(pending),
-            Mode::Write => {
-                if !Self::store_summary(self.on(agent)?, &pending)? {
-                    return Err(StoreError::Refused(format!(
-                        "put-summary for version {version} of {path:?}, which is not kept"
-                    )));
-                }
-            }
-        }
-        Ok(())
+        let summary = PendingSummary::new(agent, path, version, model, summary);
+        let mode = self.mode;
+        let mut pending = std::mem::take(&mut self.pending_summaries);
+        let conn = self.on(agent);
+        let done = conn.and_then(|conn| {
+            super::put_summary(mode, &mut pending, summary, |p| {
+                Self::store_summary(conn, p)
+            })
+        });
+        self.pending_summaries = pending;
+        done
     }
 
     fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {

@@ -445,11 +445,7 @@ impl Txn for SqliteTxn {
         let row = self.file_row(agent, path)?;
         let (last, existed) =
             row.map_or((0, false), |(_, last, current)| (last, current.is_some()));
-        if version <= last {
-            return Err(StoreError::Refused(format!(
-                "version {version} of {path:?} is not above its last version {last}"
-            )));
-        }
+        super::check_new_version(path, version, last)?;
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
         let conn = self.conn();
         let id: i64 = conn
@@ -479,16 +475,9 @@ impl Txn for SqliteTxn {
         keep_from: u64,
     ) -> Result<(), StoreError> {
         self.writable("prune-versions")?;
-        let Some((id, _, Some(current))) = self.file_row(agent, path)? else {
-            return Err(StoreError::Refused(format!(
-                "prune-versions of {path:?}, which has no versions"
-            )));
-        };
-        if keep_from > current {
-            return Err(StoreError::Refused(format!(
-                "prune-versions below {keep_from} would drop the current version {current} of {path:?}"
-            )));
-        }
+        let row = self.file_row(agent, path)?;
+        super::check_prune(path, keep_from, row.and_then(|(_, _, current)| current))?;
+        let id = row.map_or(0, |(id, _, _)| id);
         let keep_from = to_i64(keep_from)?;
         let conn = self.conn();
         let freed: i64 = conn
@@ -563,17 +552,7 @@ impl Txn for SqliteTxn {
         bytes: u64,
     ) -> Result<u64, StoreError> {
         self.writable("append-log")?;
-        let (is_text, body) = match entry {
-            LogValue::Text(t) => (true, t),
-            LogValue::Json(j) => (false, j),
-        };
-        if bytes != body.len() as u64 {
-            return Err(StoreError::Refused(format!(
-                "append-log counted {bytes} bytes for an entry of {} bytes",
-                body.len()
-            )));
-        }
-        let bytes = to_i64(bytes)?;
+        let (is_text, body, bytes) = super::log_body(entry, bytes)?;
         let id = logs::next_id(self.conn(), agent, path)?;
         let row_id = to_i64(id)?;
         self.conn()
@@ -718,24 +697,11 @@ impl Txn for SqliteTxn {
         model: &str,
         summary: &str,
     ) -> Result<(), StoreError> {
-        let pending = PendingSummary {
-            agent: agent.into(),
-            path: path.into(),
-            version,
-            model: model.into(),
-            summary: summary.into(),
-        };
-        match self.mode {
-            Mode::Read => self.pending_summaries.push(pending),
-            Mode::Write => {
-                if !self.store_summary(&pending)? {
-                    return Err(StoreError::Refused(format!(
-                        "put-summary for version {version} of {path:?}, which is not kept"
-                    )));
-                }
-            }
-        }
-        Ok(())
+        let summary = PendingSummary::new(agent, path, version, model, summary);
+        let mut pending = std::mem::take(&mut self.pending_summaries);
+        let done = super::put_summary(self.mode, &mut pending, summary, |p| self.store_summary(p));
+        self.pending_summaries = pending;
+        done
     }
 
     fn commit(mut self: Box<Self>, agent: &str) -> Result<(), StoreError> {
