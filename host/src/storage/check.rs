@@ -51,6 +51,20 @@ impl Verification {
     }
 }
 
+impl Counts {
+    /// The counts from the six numbers of a [`COUNTS`] row, read by `n`.
+    pub fn from_row<E>(n: impl Fn(usize) -> Result<u64, E>) -> Result<Self, E> {
+        Ok(Self {
+            agents: n(0)?,
+            files: n(1)?,
+            versions: n(2)?,
+            log_entries: n(3)?,
+            summaries: n(4)?,
+            bytes: n(5)?,
+        })
+    }
+}
+
 /// One agent's counters, as `stats` shows them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AgentStats {

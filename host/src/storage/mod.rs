@@ -132,6 +132,22 @@ fn log_body(entry: &LogValue, bytes: u64) -> Result<(bool, &str, i64), StoreErro
     Ok((is_text, body, to_i64(bytes)?))
 }
 
+/// A `logs` row (`last_id`, `entries`, `keep_last`, `max_age_seconds`) as `log-info`
+/// answers it; a log with no row has given no id and keeps everything.
+type LogRow = (i64, i64, Option<i64>, Option<i64>);
+
+fn log_state(row: Option<LogRow>) -> LogState {
+    let (last_id, entries, keep_last, max_age) = row.unwrap_or((0, 0, None, None));
+    LogState {
+        last_id: to_u64(last_id),
+        entries: to_u64(entries),
+        retention: Retention {
+            keep_last: keep_last.map(to_u64),
+            max_age_seconds: max_age.map(to_u64),
+        },
+    }
+}
+
 /// A stored count (databases keep signed integers) as the WIT's unsigned one.
 fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)

@@ -64,15 +64,7 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
                 .collect()
         })?;
         let row = tx.query_one(COUNTS, &[]).map_err(map_err)?;
-        let n = |i| col::<i64>(&row, i).map(to_u64);
-        let counts = Counts {
-            agents: n(0)?,
-            files: n(1)?,
-            versions: n(2)?,
-            log_entries: n(3)?,
-            summaries: n(4)?,
-            bytes: n(5)?,
-        };
+        let counts = Counts::from_row(|i| col::<i64>(&row, i).map(to_u64))?;
         Ok(Verification {
             schema_version,
             counts,

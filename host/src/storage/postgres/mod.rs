@@ -24,7 +24,7 @@ mod url;
 pub use check::{stats, verify};
 pub use url::{DatabaseUrl, NotAUrl};
 
-use super::{Backend, Mode, PendingSummary, StoreError, Txn, to_i64, to_u64};
+use super::{Backend, LogRow, Mode, PendingSummary, StoreError, Txn, to_i64, to_u64};
 use crate::bindings::{
     FileMeta, FileState, LogEntry, LogState, LogValue, MatchRef, Retention, SearchMatch, Usage,
     VersionInfo,
@@ -703,19 +703,11 @@ impl Txn for PgTxn {
              WHERE agent_id = $1 AND path = $2",
             &[&agent, &path],
         )?;
-        let (last_id, entries, keep_last, max_age): (i64, i64, Option<i64>, Option<i64>) = match row
-        {
-            Some(r) => (col(&r, 0)?, col(&r, 1)?, col(&r, 2)?, col(&r, 3)?),
-            None => (0, 0, None, None),
+        let row: Option<LogRow> = match row {
+            Some(r) => Some((col(&r, 0)?, col(&r, 1)?, col(&r, 2)?, col(&r, 3)?)),
+            None => None,
         };
-        Ok(LogState {
-            last_id: to_u64(last_id),
-            entries: to_u64(entries),
-            retention: Retention {
-                keep_last: keep_last.map(to_u64),
-                max_age_seconds: max_age.map(to_u64),
-            },
-        })
+        Ok(super::log_state(row))
     }
 
     fn set_log_retention(

@@ -70,15 +70,7 @@ pub fn verify(path: &Path) -> Result<Verification, StoreError> {
     run_checks(&mut problems, rows)?;
     let counts = tx
         .query_row(COUNTS, [], |r| {
-            let n = |i| r.get::<_, i64>(i).map(super::to_u64);
-            Ok(Counts {
-                agents: n(0)?,
-                files: n(1)?,
-                versions: n(2)?,
-                log_entries: n(3)?,
-                summaries: n(4)?,
-                bytes: n(5)?,
-            })
+            Counts::from_row(|i| r.get::<_, i64>(i).map(super::to_u64))
         })
         .map_err(map_err)?;
     Ok(Verification {

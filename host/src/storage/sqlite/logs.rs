@@ -8,7 +8,7 @@
 
 use super::{index, map_err, to_i64, to_u64};
 use crate::bindings::{LogState, Retention};
-use crate::storage::StoreError;
+use crate::storage::{LogRow, StoreError, log_state};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The table. Created with the schema; filled for a store from before it by [`backfill`].
@@ -57,7 +57,7 @@ pub fn next_id(conn: &Connection, agent: &str, path: &str) -> Result<u64, StoreE
 
 /// See `log-info` in the WIT.
 pub fn state(conn: &Connection, agent: &str, path: &str) -> Result<LogState, StoreError> {
-    let row: Option<(i64, i64, Option<i64>, Option<i64>)> = conn
+    let row: Option<LogRow> = conn
         .prepare_cached(
             "SELECT last_id, entries, keep_last, max_age_seconds FROM logs
              WHERE agent_id = ?1 AND path = ?2",
@@ -69,15 +69,7 @@ pub fn state(conn: &Connection, agent: &str, path: &str) -> Result<LogState, Sto
             .optional()
         })
         .map_err(map_err)?;
-    let (last_id, entries, keep_last, max_age) = row.unwrap_or((0, 0, None, None));
-    Ok(LogState {
-        last_id: to_u64(last_id),
-        entries: to_u64(entries),
-        retention: Retention {
-            keep_last: keep_last.map(to_u64),
-            max_age_seconds: max_age.map(to_u64),
-        },
-    })
+    Ok(log_state(row))
 }
 
 /// See `set-log-retention` in the WIT.
