@@ -334,3 +334,49 @@ fn a_writer_held_off_past_the_deadline_gets_busy_and_other_agents_do_not_wait() 
     assert_eq!(s.write("a", "f", "after")["version"], 2);
     assert_sound(&s);
 }
+
+#[test]
+fn a_burst_of_callers_shares_a_bounded_set_of_connections() {
+    let Some(s) = scratch() else { return };
+    let mut db = s.database.as_ref().unwrap().client();
+    let open = move || -> i64 {
+        db.query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = 'scratchpad-mcp'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let most = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut open = open;
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(open());
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            most
+        });
+        let callers: Vec<_> = (0..40)
+            .map(|t| {
+                let s = &s;
+                scope.spawn(move || {
+                    for i in 0..5 {
+                        s.write(&format!("agent{t}"), &format!("f{i}"), "x");
+                    }
+                })
+            })
+            .collect();
+        for c in callers {
+            c.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        watcher.join().unwrap()
+    });
+    // 40 callers at once, every call answered, never more than the bound's connections.
+    assert!((1..=16).contains(&most), "{most} connections");
+    assert_eq!(s.usage("agent39")["file_count"], 5);
+    assert_sound(&s);
+}

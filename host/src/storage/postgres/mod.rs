@@ -12,12 +12,14 @@
 //!   short write, so a read never holds a lock while a model thinks.
 //! - Usage counters live in `agents` and change in the same transaction as the rows they
 //!   count, as in SQLite; prefixes are compared with `starts_with`, never `LIKE`.
-//! - Statements are prepared once per pooled connection.
+//! - Connections come from a bounded pool ([`pool`]), and statements are prepared once per
+//!   connection.
 //! - The `postgres` driver runs its own small runtime per connection; it is used only from
-//!   blocking threads, and connections are closed on one (see [`Drop`] for [`Postgres`]).
+//!   blocking threads, and connections are closed on a thread of their own.
 
 mod check;
 mod migrations;
+mod pool;
 mod search;
 mod url;
 
@@ -29,11 +31,12 @@ use crate::bindings::{
     FileMeta, FileState, LogEntry, LogState, LogValue, MatchRef, Retention, SearchMatch, Usage,
     VersionInfo,
 };
+use pool::Pool;
 use postgres::error::SqlState;
 use postgres::types::{FromSql, ToSql};
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, Row, Statement};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a write waits for another call on the same agent before answering "busy".
@@ -41,9 +44,6 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long connecting may take unless the URL says (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Connections kept open for reuse. Calls beyond this still run; their connections close.
-const POOL_SIZE: usize = 8;
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
@@ -103,23 +103,8 @@ fn text(bytes: Vec<u8>) -> Result<String, StoreError> {
         .map_err(|_| StoreError::Database("stored text is not valid UTF-8".into()))
 }
 
-type Pool = Mutex<Vec<Conn>>;
-
-fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Returns a connection to the pool, if it is healthy and the pool has room.
-fn give_back(pool: &Pool, conn: Conn) {
-    let mut pool = locked(pool);
-    if pool.len() < POOL_SIZE && !conn.client.is_closed() {
-        pool.push(conn);
-    }
-}
-
 /// A PostgreSQL database.
 pub struct Postgres {
-    config: postgres::Config,
     pool: Arc<Pool>,
 }
 
@@ -130,34 +115,15 @@ impl Postgres {
             path: url.to_string(),
             reason,
         };
-        let store = Self {
-            config: config(url)?,
-            pool: Arc::default(),
-        };
-        let mut conn = store.connect().map_err(|e| open_error(e.to_string()))?;
-        let applied = migrations::run(&mut conn.client).map_err(|e| open_error(e.to_string()))?;
+        let pool = Arc::new(Pool::new(config(url)?));
+        let mut conn = pool.take().map_err(|e| open_error(e.to_string()))?;
+        let migrated = migrations::run(&mut conn.client);
+        pool.give_back(conn, migrated.is_ok());
+        let applied = migrated.map_err(|e| open_error(e.to_string()))?;
         if !applied.is_empty() {
             tracing::info!(?applied, version = migrations::latest(), "schema migrated");
         }
-        give_back(&store.pool, conn);
-        Ok(store)
-    }
-
-    fn connect(&self) -> Result<Conn, StoreError> {
-        let mut client = self.config.connect(NoTls).map_err(map_err)?;
-        // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang.
-        client
-            .batch_execute(&format!("SET lock_timeout = {}", BUSY_TIMEOUT.as_millis()))
-            .map_err(map_err)?;
-        Ok(Conn {
-            client,
-            prepared: HashMap::new(),
-        })
-    }
-
-    fn take(&self) -> Result<Conn, StoreError> {
-        let pooled = locked(&self.pool).pop();
-        pooled.map_or_else(|| self.connect(), Ok)
+        Ok(Self { pool })
     }
 }
 
@@ -186,16 +152,6 @@ fn config(url: &DatabaseUrl) -> Result<postgres::Config, StoreError> {
         config.application_name("scratchpad-mcp");
     }
     Ok(config)
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        // Each connection owns a runtime, which must not be dropped inside an async task.
-        let conns = std::mem::take(&mut *locked(&self.pool));
-        if !conns.is_empty() {
-            let _ = std::thread::spawn(move || drop(conns)).join();
-        }
-    }
 }
 
 /// PostgreSQL's errors as the store's: by SQLSTATE, never by message.
@@ -229,11 +185,14 @@ fn map_err(e: postgres::Error) -> StoreError {
 
 impl Backend for Postgres {
     fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError> {
-        let mut conn = self.take()?;
-        conn.batch(match mode {
+        let mut conn = self.pool.take()?;
+        if let Err(e) = conn.batch(match mode {
             Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
             Mode::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
-        })?;
+        }) {
+            self.pool.give_back(conn, false);
+            return Err(e);
+        }
         Ok(Box::new(PgTxn {
             conn: Some(conn),
             mode,
@@ -249,7 +208,7 @@ impl Backend for Postgres {
         after: Option<(&str, &str)>,
         limit: u32,
     ) -> Result<Vec<(String, FileMeta)>, StoreError> {
-        let mut conn = self.take()?;
+        let mut conn = self.pool.take()?;
         let (agent, path) = after.unwrap_or(("", ""));
         let agents = agents.map(<[String]>::to_vec);
         let rows = conn.query(
@@ -260,7 +219,7 @@ impl Backend for Postgres {
              ORDER BY agent_id, path LIMIT $3",
             &[&agent, &path, &i64::from(limit), &agents],
         );
-        give_back(&self.pool, conn);
+        self.pool.give_back(conn, true);
         rows?
             .iter()
             .map(|r| {
@@ -824,7 +783,7 @@ impl PgTxn {
     /// Returns the connection, its transaction ended, to the pool.
     fn release(&mut self) {
         if let Some(conn) = self.conn.take() {
-            give_back(&self.home, conn);
+            self.home.give_back(conn, true);
         }
     }
 }
@@ -835,8 +794,7 @@ impl Drop for PgTxn {
             return;
         };
         // Roll back what was not committed; a connection that cannot is closed, not pooled.
-        if conn.batch("ROLLBACK").is_ok() {
-            give_back(&self.home, conn);
-        }
+        let rolled_back = conn.batch("ROLLBACK").is_ok();
+        self.home.give_back(conn, rolled_back);
     }
 }

@@ -1,0 +1,117 @@
+//! A bounded pool of connections: at most [`MAX_CONNECTIONS`] per instance.
+//!
+//! Calls run on the blocking thread pool, which grows with the load; a connection per call
+//! would let a burst of callers, times the instances, exhaust the server's
+//! `max_connections` (100 by default), and then every instance's calls fail. Here a call
+//! beyond the bound waits for a connection to come back, up to [`BUSY_TIMEOUT`], and then
+//! answers "busy", like any other wait in this backend.
+
+use super::{BUSY_TIMEOUT, Conn, map_err};
+use crate::storage::StoreError;
+use postgres::NoTls;
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// Connections one instance opens at most.
+pub const MAX_CONNECTIONS: usize = 16;
+
+#[derive(Default)]
+struct State {
+    idle: Vec<Conn>,
+    /// Connections open: idle or lent out.
+    open: usize,
+}
+
+/// The connections of one [`super::Postgres`].
+pub struct Pool {
+    config: postgres::Config,
+    state: Mutex<State>,
+    returned: Condvar,
+}
+
+impl Pool {
+    /// A pool that connects with `config` when it needs to.
+    pub fn new(config: postgres::Config) -> Self {
+        Self {
+            config,
+            state: Mutex::default(),
+            returned: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An idle connection, else a new one while under the bound, else the first one given
+    /// back within [`BUSY_TIMEOUT`].
+    pub fn take(&self) -> Result<Conn, StoreError> {
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        let mut state = self.state();
+        loop {
+            if let Some(conn) = state.idle.pop() {
+                return Ok(conn);
+            }
+            if state.open < MAX_CONNECTIONS {
+                state.open += 1;
+                drop(state);
+                return self.connect().inspect_err(|_| self.forget());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(StoreError::Busy(BUSY_TIMEOUT.as_secs()));
+            }
+            state = self
+                .returned
+                .wait_timeout(state, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn connect(&self) -> Result<Conn, StoreError> {
+        let mut client = self.config.connect(NoTls).map_err(map_err)?;
+        // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang.
+        client
+            .batch_execute(&format!("SET lock_timeout = {}", BUSY_TIMEOUT.as_millis()))
+            .map_err(map_err)?;
+        Ok(Conn {
+            client,
+            prepared: HashMap::new(),
+        })
+    }
+
+    /// Takes back a connection lent by [`Pool::take`]; one that is not `healthy` (its
+    /// transaction could not be ended) or that lost its server is closed instead.
+    pub fn give_back(&self, conn: Conn, healthy: bool) {
+        if healthy && !conn.client.is_closed() {
+            self.state().idle.push(conn);
+            self.returned.notify_one();
+        } else {
+            close(vec![conn]);
+            self.forget();
+        }
+    }
+
+    /// Counts a lent connection as gone, making room for a new one.
+    fn forget(&self) {
+        self.state().open -= 1;
+        self.returned.notify_one();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        close(std::mem::take(&mut self.state().idle));
+    }
+}
+
+/// Closes connections. Each owns a small runtime, which must not be dropped inside an async
+/// task (a server shutting down drops its store there), so they are dropped on a thread of
+/// their own.
+fn close(conns: Vec<Conn>) {
+    if !conns.is_empty() {
+        let _ = std::thread::spawn(move || drop(conns)).join();
+    }
+}
