@@ -539,6 +539,32 @@ mod tests {
     }
 
     #[test]
+    fn a_database_url_is_taken_and_shown_without_its_password() {
+        let r = resolve(
+            Some("[store]\ndatabase = \"postgres://file:f1le@db/sp\"\n"),
+            &[("SCRATCHPAD_DATABASE_URL", "postgres://sp:s3cret@db:5432/sp")],
+        )
+        .unwrap();
+        let url = r.settings.database.as_ref().unwrap();
+        assert_eq!(url.to_string(), "postgres://sp:***@db:5432/sp");
+        assert_eq!(r.settings.store_name(), "postgres://sp:***@db:5432/sp");
+        let shown = r.to_toml();
+        assert!(
+            shown.contains("database = \"postgres://sp:***@db:5432/sp\""),
+            "{shown}"
+        );
+        assert!(!shown.contains("s3cret") && !format!("{r:?}").contains("s3cret"));
+        let e = resolve(Some("[store]\ndatabase = \"mysql://u:pw@db/x\"\n"), &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("must be a postgres:// or postgresql:// URL"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains(":pw@"), "{e}");
+        assert!(resolve(None, &[]).unwrap().settings.database.is_none());
+    }
+
+    #[test]
     fn bad_values_name_the_rule_and_the_value() {
         let e = resolve(Some("[limits]\nversions_kept = 0\n"), &[]).unwrap_err();
         assert!(
