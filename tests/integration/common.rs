@@ -64,6 +64,13 @@ impl TestDatabase {
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
+    /// The test's database with `params` added to the URL's query.
+    pub fn url_with(&self, params: &str) -> DatabaseUrl {
+        let url = Self::url_of(&self.admin, &self.name);
+        let joiner = if url.contains('?') { '&' } else { '?' };
+        DatabaseUrl::parse(&format!("{url}{joiner}{params}")).unwrap()
+    }
+
     /// A connection to the test's database, to look at what the server stored.
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(&Self::url_of(&self.admin, &self.name), postgres::NoTls)

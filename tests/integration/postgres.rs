@@ -9,7 +9,7 @@ use crate::common::{Scratch, TestDatabase};
 use crate::sandbox::HOSTILE;
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
-use scratchpad_mcp::storage::{Postgres, pg_admin};
+use scratchpad_mcp::storage::{Backend, Mode, Postgres, pg_admin};
 use scratchpad_mcp::{CallError, Service};
 use serde_json::{Value, json};
 
@@ -289,17 +289,6 @@ fn an_unreachable_database_is_named_without_its_password() {
         "{e}"
     );
     assert!(!e.contains("s3cret"), "{e}");
-    // Asked for TLS, which this build does not speak: refused, not served in the clear.
-    let tls = scratchpad_mcp::storage::DatabaseUrl::parse(
-        "postgres://sp:s3cret@127.0.0.1:9/none?sslmode=require",
-    )
-    .unwrap();
-    let e = Postgres::open(&tls).err().expect("refused").to_string();
-    assert!(
-        e.contains("sslmode=require, but this build connects without TLS"),
-        "{e}"
-    );
-    assert!(!e.contains("s3cret"), "{e}");
 }
 
 #[test]
@@ -379,4 +368,56 @@ fn a_burst_of_callers_shares_a_bounded_set_of_connections() {
     assert!((1..=16).contains(&most), "{most} connections");
     assert_eq!(s.usage("agent39")["file_count"], 5);
     assert_sound(&s);
+}
+
+/// The CA of the test server's certificate (`scripts/test-postgres` makes both).
+fn test_ca() -> Option<String> {
+    let ca = std::env::var("SCRATCHPAD_TEST_POSTGRES_CA").ok();
+    assert!(
+        ca.is_some() || std::env::var_os("SCRATCHPAD_REQUIRE_POSTGRES").is_none(),
+        "SCRATCHPAD_REQUIRE_POSTGRES is set, but SCRATCHPAD_TEST_POSTGRES_CA is not"
+    );
+    ca
+}
+
+#[test]
+fn tls_is_used_when_asked_for_and_the_server_is_verified() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let Some(ca) = test_ca() else { return };
+    let store = Postgres::open(&db.url_with(&format!("sslmode=require&sslrootcert={ca}")))
+        .expect("open over TLS");
+    let mut txn = store.begin(Mode::Write).expect("begin");
+    txn.put_version("a", "f", 1, "over TLS").unwrap();
+    txn.commit("a").unwrap();
+    // The server says the store's connections are encrypted.
+    let encrypted: i64 = db
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+             WHERE a.datname = current_database() AND a.application_name = 'scratchpad-mcp'
+               AND s.ssl",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(encrypted >= 1, "{encrypted}");
+    drop(store);
+
+    // A server the CA did not sign, or a CA file that is not one, is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.pem");
+    std::fs::write(&other, "not a certificate\n").unwrap();
+    let e = Postgres::open(&db.url_with(&format!("sslrootcert={}", other.display())))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("no CA certificate in it"), "{e}");
+    let e = Postgres::open(&db.url_with("sslmode=require"))
+        .err()
+        .expect("refused: the test CA is not among the system's roots")
+        .to_string();
+    assert!(e.contains("invalid peer certificate"), "{e}");
+    assert!(!e.contains(":scratchpad_test@"), "no password in {e}");
 }

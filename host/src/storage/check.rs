@@ -52,7 +52,7 @@ impl Verification {
 }
 
 impl Counts {
-    /// The counts from the six numbers of a [`COUNTS`] row, read by `n`.
+    /// The counts from the six numbers of a `COUNTS` row, read by `n`.
     pub fn from_row<E>(n: impl Fn(usize) -> Result<u64, E>) -> Result<Self, E> {
         Ok(Self {
             agents: n(0)?,

@@ -3,10 +3,10 @@
 //! PostgreSQL enforces its own foreign keys and checks its pages, so there is no
 //! counterpart of SQLite's `integrity_check` to run here.
 
+use super::pool::Pool;
 use super::{DatabaseUrl, col, map_err, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::{AgentStats, COUNTS, Counts, STATS, Verification, run_checks};
-use postgres::Client;
 use postgres::error::SqlState;
 
 /// Connects, then runs `look` in a read-only snapshot.
@@ -14,22 +14,26 @@ fn in_snapshot<T>(
     url: &DatabaseUrl,
     look: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    let mut client: Client =
-        super::config(url)?
-            .connect(postgres::NoTls)
-            .map_err(|e| StoreError::Open {
-                path: url.to_string(),
-                reason: e.to_string(),
-            })?;
-    let mut tx = client
+    let (config, connector) = super::config(url)?;
+    let pool = Pool::new(config, connector);
+    let mut conn = pool.take().map_err(|e| StoreError::Open {
+        path: url.to_string(),
+        reason: e.to_string(),
+    })?;
+    let found = conn
+        .client
         .build_transaction()
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
         .read_only(true)
         .start()
-        .map_err(map_err)?;
-    let found = look(&mut tx)?;
-    tx.commit().map_err(map_err)?;
-    Ok(found)
+        .map_err(map_err)
+        .and_then(|mut tx| {
+            let found = look(&mut tx)?;
+            tx.commit().map_err(map_err)?;
+            Ok(found)
+        });
+    pool.give_back(conn, found.is_ok());
+    found
 }
 
 /// Verifies the database at `url` without changing it.

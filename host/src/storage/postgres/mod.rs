@@ -13,7 +13,7 @@
 //! - Usage counters live in `agents` and change in the same transaction as the rows they
 //!   count, as in SQLite; prefixes are compared with `starts_with`, never `LIKE`.
 //! - Connections come from a bounded pool ([`pool`]), and statements are prepared once per
-//!   connection.
+//!   connection. They use TLS, the server verified, when the URL asks for it ([`tls`]).
 //! - The `postgres` driver runs its own small runtime per connection; it is used only from
 //!   blocking threads, and connections are closed on a thread of their own.
 
@@ -21,6 +21,7 @@ mod check;
 mod migrations;
 mod pool;
 mod search;
+mod tls;
 mod url;
 
 pub use check::{stats, verify};
@@ -32,12 +33,14 @@ use crate::bindings::{
     VersionInfo,
 };
 use pool::Pool;
+use postgres::config::SslMode;
 use postgres::error::SqlState;
 use postgres::types::{FromSql, ToSql};
 use postgres::{Client, Row, Statement};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tls::Connector;
 
 /// How long a write waits for another call on the same agent before answering "busy".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -115,7 +118,8 @@ impl Postgres {
             path: url.to_string(),
             reason,
         };
-        let pool = Arc::new(Pool::new(config(url)?));
+        let (config, connector) = config(url)?;
+        let pool = Arc::new(Pool::new(config, connector));
         let mut conn = pool.take().map_err(|e| open_error(e.to_string()))?;
         let migrated = migrations::run(&mut conn.client);
         pool.give_back(conn, migrated.is_ok());
@@ -128,30 +132,31 @@ impl Postgres {
 }
 
 /// The driver's settings for `url`, with a connect timeout and our application name unless
-/// the URL sets them. A URL that asks for TLS is refused rather than served in the clear.
-fn config(url: &DatabaseUrl) -> Result<postgres::Config, StoreError> {
-    let mut config: postgres::Config =
-        url.expose()
-            .parse()
-            .map_err(|e: postgres::Error| StoreError::Open {
-                path: url.to_string(),
-                reason: format!("invalid URL: {e}"),
-            })?;
-    if config.get_ssl_mode() == postgres::config::SslMode::Require {
-        return Err(StoreError::Open {
-            path: url.to_string(),
-            reason: "sslmode=require, but this build connects without TLS: reach PostgreSQL over \
-                     loopback, a private network or a TLS tunnel, and drop sslmode"
-                .into(),
-        });
-    }
+/// the URL sets them, and how to connect: with verified TLS when the URL asks for it
+/// (`sslmode=require` or `sslrootcert`), see [`tls`].
+fn config(url: &DatabaseUrl) -> Result<(postgres::Config, Connector), StoreError> {
+    let open_error = |reason: String| StoreError::Open {
+        path: url.to_string(),
+        reason,
+    };
+    let (text, root_cert) = url.for_driver();
+    let mut config: postgres::Config = text
+        .parse()
+        .map_err(|e: postgres::Error| open_error(format!("invalid URL: {e}")))?;
+    let connector = if root_cert.is_some() || config.get_ssl_mode() == SslMode::Require {
+        config.ssl_mode(SslMode::Require);
+        tls::verifying(root_cert.as_deref()).map_err(open_error)?
+    } else {
+        config.ssl_mode(SslMode::Disable);
+        Connector::Plain
+    };
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
     if config.get_application_name().is_none() {
         config.application_name("scratchpad-mcp");
     }
-    Ok(config)
+    Ok((config, connector))
 }
 
 /// PostgreSQL's errors as the store's: by SQLSTATE, never by message.

@@ -6,6 +6,7 @@
 //! beyond the bound waits for a connection to come back, up to [`BUSY_TIMEOUT`], and then
 //! answers "busy", like any other wait in this backend.
 
+use super::tls::Connector;
 use super::{BUSY_TIMEOUT, Conn, map_err};
 use crate::storage::StoreError;
 use postgres::NoTls;
@@ -26,15 +27,17 @@ struct State {
 /// The connections of one [`super::Postgres`].
 pub struct Pool {
     config: postgres::Config,
+    connector: Connector,
     state: Mutex<State>,
     returned: Condvar,
 }
 
 impl Pool {
-    /// A pool that connects with `config` when it needs to.
-    pub fn new(config: postgres::Config) -> Self {
+    /// A pool that connects with `config` and `connector` when it needs to.
+    pub fn new(config: postgres::Config, connector: Connector) -> Self {
         Self {
             config,
+            connector,
             state: Mutex::default(),
             returned: Condvar::new(),
         }
@@ -71,7 +74,22 @@ impl Pool {
     }
 
     fn connect(&self) -> Result<Conn, StoreError> {
-        let mut client = self.config.connect(NoTls).map_err(map_err)?;
+        let mut client = match &self.connector {
+            Connector::Plain => self.config.connect(NoTls),
+            Connector::Tls(tls) => self.config.connect(tls.clone()),
+        }
+        .map_err(|e| {
+            // The driver's words (refused, timed out, a certificate it cannot trust) name
+            // no host, user or password.
+            let mut reason = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(cause) = source {
+                reason = format!("{reason}: {cause}");
+                source = cause.source();
+            }
+            tracing::error!(error = %reason, "cannot connect to PostgreSQL");
+            StoreError::Database(format!("cannot connect to PostgreSQL: {reason}"))
+        })?;
         // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang.
         client
             .batch_execute(&format!("SET lock_timeout = {}", BUSY_TIMEOUT.as_millis()))

@@ -1,6 +1,7 @@
 //! The PostgreSQL address, kept away from logs: it may carry a password.
 
 use std::fmt;
+use std::path::PathBuf;
 
 /// A `postgres://` or `postgresql://` URL. Shown (`Display`, `Debug`) with its password as
 /// `***`, so printing settings or an error never gives the password away.
@@ -26,9 +27,27 @@ impl DatabaseUrl {
         }
     }
 
-    /// The URL itself, for the driver only.
-    pub(super) fn expose(&self) -> &str {
-        &self.0
+    /// The URL for the driver, without `sslrootcert` (which the driver does not know and
+    /// this backend handles), and that CA file.
+    pub(super) fn for_driver(&self) -> (String, Option<PathBuf>) {
+        let Some((base, query)) = self.0.split_once('?') else {
+            return (self.0.clone(), None);
+        };
+        let mut root_cert = None;
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|p| match p.split_once('=') {
+                Some(("sslrootcert", file)) => {
+                    root_cert = Some(PathBuf::from(file));
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        match kept.is_empty() {
+            true => (base.to_owned(), root_cert),
+            false => (format!("{base}?{}", kept.join("&")), root_cert),
+        }
     }
 }
 
@@ -93,6 +112,26 @@ mod tests {
             assert_eq!(url.to_string(), shown);
             assert!(!format!("{url:?}").contains("s3cret") && !format!("{url:?}").contains("p@ss"));
         }
+    }
+
+    #[test]
+    fn the_ca_file_is_taken_out_for_the_backend() {
+        let url = DatabaseUrl::parse("postgres://u:p@db/x?sslmode=require&sslrootcert=/ca.pem&x=1")
+            .unwrap();
+        assert_eq!(
+            url.for_driver(),
+            (
+                "postgres://u:p@db/x?sslmode=require&x=1".into(),
+                Some("/ca.pem".into())
+            )
+        );
+        let url = DatabaseUrl::parse("postgres://db/x?sslrootcert=/ca.pem").unwrap();
+        assert_eq!(
+            url.for_driver(),
+            ("postgres://db/x".into(), Some("/ca.pem".into()))
+        );
+        let plain = DatabaseUrl::parse("postgres://db/x").unwrap();
+        assert_eq!(plain.for_driver(), ("postgres://db/x".into(), None));
     }
 
     #[test]
