@@ -253,12 +253,9 @@ fn serve_http(resolved: Resolved, addr: &str) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let http = settings.http.clone();
-        let service = tokio::task::spawn_blocking(move || {
-            Service::open(&settings).with_context(|| {
-                format!("cannot start with the store at {}", settings.store_name())
-            })
-        })
-        .await??;
+        let service =
+            tokio::task::spawn_blocking(move || Service::open(&settings).context("cannot start"))
+                .await??;
         let ring = Arc::new(keys::KeyRing::new(keys::Keys::new(&http.keys)));
         let router = scratchpad_mcp::http::router(Arc::new(service), &http, Arc::clone(&ring))?;
         if let Some(file) = resolved.config_file {
@@ -275,12 +272,9 @@ fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
     let settings = resolved.settings;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let service = tokio::task::spawn_blocking(move || {
-            Service::open(&settings).with_context(|| {
-                format!("cannot start with the store at {}", settings.store_name())
-            })
-        })
-        .await??;
+        let service =
+            tokio::task::spawn_blocking(move || Service::open(&settings).context("cannot start"))
+                .await??;
         McpServer::new(Arc::new(service)).serve_stdio().await
     })?;
     Ok(ExitCode::SUCCESS)

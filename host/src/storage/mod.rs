@@ -187,6 +187,14 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// What went wrong, without the kind's prefix: for an error inside another's message.
+    pub fn detail(&self) -> String {
+        match self {
+            StoreError::Database(m) | StoreError::Refused(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// The error as the guest (and then the client) sees it.
     pub fn to_wit(&self) -> StorageError {
         match self {

@@ -18,7 +18,7 @@ fn in_snapshot<T>(
     let pool = Pool::new(config, connector);
     let mut conn = pool.take().map_err(|e| StoreError::Open {
         path: url.to_string(),
-        reason: e.to_string(),
+        reason: e.detail(),
     })?;
     let found = conn
         .client

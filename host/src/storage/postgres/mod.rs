@@ -120,10 +120,10 @@ impl Postgres {
         };
         let (config, connector) = config(url)?;
         let pool = Arc::new(Pool::new(config, connector));
-        let mut conn = pool.take().map_err(|e| open_error(e.to_string()))?;
+        let mut conn = pool.take().map_err(|e| open_error(e.detail()))?;
         let migrated = migrations::run(&mut conn.client);
         pool.give_back(conn, migrated.is_ok());
-        let applied = migrated.map_err(|e| open_error(e.to_string()))?;
+        let applied = migrated.map_err(|e| open_error(e.detail()))?;
         if !applied.is_empty() {
             tracing::info!(?applied, version = migrations::latest(), "schema migrated");
         }
