@@ -35,6 +35,7 @@ fn fixture() -> &'static Fixture {
         let dir = tempfile::tempdir().expect("temp dir");
         let settings = Settings {
             db: dir.path().join("fuzz.db"),
+            database: None,
             cache_dir: Some(dir.path().join("cache")),
             limits: scratchpad_mcp::bindings::NO_OVERRIDES,
             http: Default::default(),
