@@ -421,3 +421,10 @@ fn tls_is_used_when_asked_for_and_the_server_is_verified() {
     assert!(e.contains("invalid peer certificate"), "{e}");
     assert!(!e.contains(":scratchpad_test@"), "no password in {e}");
 }
+
+#[test]
+fn equal_hits_come_in_a_fixed_order() {
+    if let Some(s) = scratch() {
+        crate::search::equal_hits_come_in_a_fixed_order(&s);
+    }
+}

@@ -159,3 +159,27 @@ fn a_store_from_before_the_index_gets_one_built_on_open() {
     assert_eq!(paths(&search(&s, "a", "deploy key"))[0], "deploy.md");
     assert!(admin::verify(&s.db()).unwrap().ok());
 }
+
+/// A file and a log of one path, equally good answers: the file comes first, and each page
+/// of one hit holds the next one, so paging by offset neither repeats nor skips.
+pub fn equal_hits_come_in_a_fixed_order(s: &Scratch) {
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "notes", "entry": "zebra" }),
+    );
+    s.write("a", "notes", "zebra");
+    let page = |offset: u64| {
+        s.ok(
+            "search",
+            json!({ "agent_id": "a", "query": "zebra", "limit": 1, "offset": offset }),
+        )
+    };
+    let (first, second) = (page(0), page(1));
+    assert!(first["hits"][0].get("lines").is_some(), "{first}");
+    assert!(second["hits"][0].get("lines").is_none(), "{second}");
+}
+
+#[test]
+fn equal_hits_come_in_a_fixed_order_on_sqlite() {
+    equal_hits_come_in_a_fixed_order(&Scratch::new());
+}

@@ -151,7 +151,7 @@ pub fn search(
          FROM search_index JOIN search_docs d ON d.id = search_index.rowid
          WHERE search_index MATCH ?1 AND d.agent_id = ?2
            AND substr(d.path, 1, length(?3)) = ?3
-         ORDER BY bm25(search_index), d.path, d.ref
+         ORDER BY bm25(search_index), d.path, d.is_log, d.ref
          LIMIT ?4 OFFSET ?5",
     )
     .and_then(|mut s| {
