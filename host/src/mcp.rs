@@ -10,7 +10,7 @@ use crate::gate::{Gate, Metrics};
 use crate::keys::Identity;
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
-use crate::tools::ToolName;
+use crate::tools::{ToolName, agent_of};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -19,7 +19,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -223,14 +222,11 @@ impl ServerHandler for McpServer {
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
         // Metrics are labelled by known tools only: a caller's made-up name is not a label.
-        let label = ToolName::parse(&name).map_or("unknown", ToolName::as_str);
+        let tool = ToolName::parse(&name);
+        let label = tool.map_or("unknown", ToolName::as_str);
         if let Some(caller) = identity(&context) {
-            let agent = args
-                .get("agent_id")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let writes = ToolName::parse(&name).is_none_or(|t| !t.hints().read_only);
-            if let Err(refusal) = self.gate.check(&caller, agent, writes) {
+            let writes = tool.is_none_or(|t| !t.hints().read_only);
+            if let Err(refusal) = self.gate.check(&caller, agent_of(&args), writes) {
                 tracing::info!(tool = %name, key = %caller.name, %refusal, "refused at the gate");
                 self.metrics.record(label, "refused", started.elapsed());
                 let text = vec![ContentBlock::text(refusal.to_string())];

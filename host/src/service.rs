@@ -15,7 +15,7 @@ use crate::tools::{
     ForgetLogArgs, ForgetLogOutput, HistoryOutput, ListFilesArgs, ListFilesOutput, PathArgs,
     ReadFileArgs, ReadFileOutput, ReadFilesArgs, ReadFilesOutput, ReadLogArgs, ReadLogOutput,
     SearchArgs, SearchOutput, ShapeError, SummarizeFileOutput, ToolName, UsageStatsOutput,
-    WriteFileArgs, WriteFileOutput, decode, log_value, same_path,
+    WriteFileArgs, WriteFileOutput, agent_of, decode, log_value, same_path,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -121,12 +121,7 @@ impl Service {
         let tool = ToolName::parse(name).ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
         let started = Instant::now();
         // One span a call: tool, agent, outcome, duration; never content or keys.
-        let agent = args
-            .get("agent_id")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let span = tracing::info_span!("tool_call", tool = tool.as_str(), agent = %agent);
+        let span = tracing::info_span!("tool_call", tool = tool.as_str(), agent = agent_of(&args));
         let _entered = span.enter();
         let result = self.dispatch(tool, args);
         tracing::info!(

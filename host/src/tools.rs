@@ -67,6 +67,14 @@ pub struct Hints {
     pub open_world: bool,
 }
 
+/// The agent a call's arguments name ("" when they name none, which the guest refuses):
+/// what hosted mode checks against the key and what the call's log span records.
+pub fn agent_of(args: &Map<String, Value>) -> &str {
+    args.get("agent_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 impl ToolName {
     /// Every tool, in the order `tools/list` shows them.
     pub const ALL: [ToolName; 13] = [
