@@ -68,27 +68,16 @@ impl PendingSummary {
     }
 }
 
-/// `put-summary` as both backends do it: in a read call, kept in `pending` for after the
-/// call; in a write call, stored now by `store` (which says whether the version was there),
-/// and refused for a version that is not kept.
-fn put_summary(
-    mode: Mode,
-    pending: &mut Vec<PendingSummary>,
-    summary: PendingSummary,
-    store: impl FnOnce(&PendingSummary) -> Result<bool, StoreError>,
-) -> Result<(), StoreError> {
-    match mode {
-        Mode::Read => pending.push(summary),
-        Mode::Write => {
-            if !store(&summary)? {
-                return Err(StoreError::Refused(format!(
-                    "put-summary for version {} of {:?}, which is not kept",
-                    summary.version, summary.path
-                )));
-            }
-        }
+/// The host's check on a `put-summary` stored in a write call (a read call keeps its
+/// summaries for after it): the version summarised must be kept, as `stored` says.
+fn check_summary_stored(summary: &PendingSummary, stored: bool) -> Result<(), StoreError> {
+    if stored {
+        return Ok(());
     }
-    Ok(())
+    Err(StoreError::Refused(format!(
+        "put-summary for version {} of {:?}, which is not kept",
+        summary.version, summary.path
+    )))
 }
 
 /// The host's checks on a `put-version`: numbers only ever rise.

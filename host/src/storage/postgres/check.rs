@@ -3,7 +3,6 @@
 //! PostgreSQL enforces its own foreign keys and checks its pages, so there is no
 //! counterpart of SQLite's `integrity_check` to run here.
 
-use super::pool::Pool;
 use super::{DatabaseUrl, col, map_err, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::{AgentStats, COUNTS, Counts, STATS, Verification, run_checks};
@@ -14,12 +13,7 @@ fn in_snapshot<T>(
     url: &DatabaseUrl,
     look: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    let (config, connector) = super::config(url)?;
-    let pool = Pool::new(config, connector);
-    let mut conn = pool.take().map_err(|e| StoreError::Open {
-        path: url.to_string(),
-        reason: e.detail(),
-    })?;
+    let (pool, mut conn) = super::first_connection(url)?;
     let found = conn
         .client
         .build_transaction()

@@ -114,31 +114,41 @@ pub struct Postgres {
 impl Postgres {
     /// Connects to `url` and brings its schema up to date.
     pub fn open(url: &DatabaseUrl) -> Result<Self, StoreError> {
-        let open_error = |reason: String| StoreError::Open {
-            path: url.to_string(),
-            reason,
-        };
-        let (config, connector) = config(url)?;
-        let pool = Arc::new(Pool::new(config, connector));
-        let mut conn = pool.take().map_err(|e| open_error(e.detail()))?;
+        let (pool, mut conn) = first_connection(url)?;
         let migrated = migrations::run(&mut conn.client);
         pool.give_back(conn, migrated.is_ok());
-        let applied = migrated.map_err(|e| open_error(e.detail()))?;
+        let applied = migrated.map_err(|e| cannot_open(url, e.detail()))?;
         if !applied.is_empty() {
             tracing::info!(?applied, version = migrations::latest(), "schema migrated");
         }
-        Ok(Self { pool })
+        Ok(Self {
+            pool: Arc::new(pool),
+        })
     }
+}
+
+/// Why the database at `url` cannot be used, naming it without its password.
+fn cannot_open(url: &DatabaseUrl, reason: String) -> StoreError {
+    StoreError::Open {
+        path: url.to_string(),
+        reason,
+    }
+}
+
+/// A pool for `url` and its first connection: what opening the database means, for the
+/// server and for `verify`/`stats` alike.
+fn first_connection(url: &DatabaseUrl) -> Result<(Pool, Conn), StoreError> {
+    let (config, connector) = config(url)?;
+    let pool = Pool::new(config, connector);
+    let conn = pool.take().map_err(|e| cannot_open(url, e.detail()))?;
+    Ok((pool, conn))
 }
 
 /// The driver's settings for `url`, with a connect timeout and our application name unless
 /// the URL sets them, and how to connect: with verified TLS when the URL asks for it
 /// (`sslmode=require` or `sslrootcert`), see [`tls`].
 fn config(url: &DatabaseUrl) -> Result<(postgres::Config, Connector), StoreError> {
-    let open_error = |reason: String| StoreError::Open {
-        path: url.to_string(),
-        reason,
-    };
+    let open_error = |reason: String| cannot_open(url, reason);
     let (text, root_cert) = url.for_driver();
     let mut config: postgres::Config = text
         .parse()
@@ -649,16 +659,12 @@ impl Txn for PgTxn {
         summary: &str,
     ) -> Result<(), StoreError> {
         let summary = PendingSummary::new(agent, path, version, model, summary);
-        let mode = self.mode;
-        let mut pending = std::mem::take(&mut self.pending_summaries);
-        let conn = self.on(agent);
-        let done = conn.and_then(|conn| {
-            super::put_summary(mode, &mut pending, summary, |p| {
-                Self::store_summary(conn, p)
-            })
-        });
-        self.pending_summaries = pending;
-        done
+        if self.mode == Mode::Read {
+            self.pending_summaries.push(summary);
+            return Ok(());
+        }
+        let stored = Self::store_summary(self.on(agent)?, &summary)?;
+        super::check_summary_stored(&summary, stored)
     }
 
     fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {

@@ -698,10 +698,11 @@ impl Txn for SqliteTxn {
         summary: &str,
     ) -> Result<(), StoreError> {
         let summary = PendingSummary::new(agent, path, version, model, summary);
-        let mut pending = std::mem::take(&mut self.pending_summaries);
-        let done = super::put_summary(self.mode, &mut pending, summary, |p| self.store_summary(p));
-        self.pending_summaries = pending;
-        done
+        if self.mode == Mode::Read {
+            self.pending_summaries.push(summary);
+            return Ok(());
+        }
+        super::check_summary_stored(&summary, self.store_summary(&summary)?)
     }
 
     fn commit(mut self: Box<Self>, agent: &str) -> Result<(), StoreError> {
