@@ -8,6 +8,7 @@ Every test runs in both protocol eras: the initialize handshake ("legacy"), and 
 import asyncio
 import os
 import pathlib
+import shutil
 import tempfile
 
 import pytest
@@ -18,6 +19,11 @@ BINARY = pathlib.Path(os.environ.get("SCRATCHPAD_BIN", ROOT / "target" / "debug"
 # One compiled-component cache for the whole run: Cranelift runs once, not once per start.
 CACHE_DIR = tempfile.mkdtemp(prefix="scratchpad-e2e-cache-")
 ERAS = ["legacy", "auto", "2026-07-28"]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The cache is the run's own: leave nothing behind in the temporary directory."""
+    shutil.rmtree(CACHE_DIR, ignore_errors=True)
 
 
 def server(db, **env):
