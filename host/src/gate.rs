@@ -1,18 +1,34 @@
 //! What hosted mode checks before a call does any storage work: the caller's key allows
 //! the agent and the kind of tool, and the agent is within its rate. And what it counts:
 //! calls per tool and outcome, for `/metrics`.
+//!
+//! An agent's token bucket lives where every instance serving it can see it: in the database
+//! when the backend keeps buckets (PostgreSQL, so that two instances allow the configured
+//! rate and not twice it), else in this process's memory (SQLite: one instance).
 
 use crate::keys::Identity;
+use crate::service::Service;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A token bucket per agent.
+/// A token bucket's rule: `per_second` calls a second on average, `burst` at once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    /// Calls a second, on average.
+    pub per_second: f64,
+    /// Calls at once, at the most (at least 1).
+    pub burst: f64,
+}
+
+/// What a bucket answers: the call may go ahead, or one may after this long.
+pub type Allowance = Result<(), Duration>;
+
+/// The per-agent rate, and the buckets kept in memory when the backend keeps none.
 #[derive(Debug)]
 pub struct RateLimiter {
-    per_second: f64,
-    burst: f64,
+    rate: Rate,
     buckets: Mutex<HashMap<String, (f64, Instant)>>,
 }
 
@@ -20,29 +36,27 @@ impl RateLimiter {
     /// `per_second` calls a second on average, `burst` at once.
     pub fn new(per_second: f64, burst: u32) -> Self {
         Self {
-            per_second,
-            burst: f64::from(burst.max(1)),
+            rate: Rate {
+                per_second,
+                burst: f64::from(burst.max(1)),
+            },
             buckets: Mutex::default(),
         }
     }
 
-    /// Takes one call for `agent`, or says how long to wait for one.
-    pub fn take(&self, agent: &str) -> Result<(), Duration> {
-        self.take_at(agent, Instant::now())
-    }
-
-    fn take_at(&self, agent: &str, now: Instant) -> Result<(), Duration> {
+    /// Takes one call for `agent` from the bucket in memory.
+    fn take_at(&self, agent: &str, now: Instant) -> Allowance {
+        let Rate { per_second, burst } = self.rate;
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let (tokens, last) = buckets.entry(agent.to_owned()).or_insert((self.burst, now));
-        let refilled =
-            (*tokens + now.duration_since(*last).as_secs_f64() * self.per_second).min(self.burst);
+        let (tokens, last) = buckets.entry(agent.to_owned()).or_insert((burst, now));
+        let refilled = (*tokens + now.duration_since(*last).as_secs_f64() * per_second).min(burst);
         *last = now;
         if refilled >= 1.0 {
             *tokens = refilled - 1.0;
             Ok(())
         } else {
             *tokens = refilled;
-            Err(Duration::from_secs_f64((1.0 - refilled) / self.per_second))
+            Err(Duration::from_secs_f64((1.0 - refilled) / per_second))
         }
     }
 }
@@ -65,6 +79,9 @@ pub enum Refusal {
         /// How long to wait.
         wait_ms: u64,
     },
+    /// The shared bucket could not be read: the store's own message.
+    #[error("{0}")]
+    Store(String),
 }
 
 /// The checks of hosted mode.
@@ -75,17 +92,29 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Checks a call for `agent` (writing or not) by `identity`, before any storage work.
-    pub fn check(&self, identity: &Identity, agent: &str, writes: bool) -> Result<(), Refusal> {
+    /// Checks a call for `agent` (writing or not) by `identity`, before any storage work of
+    /// the tool's. With a rate on a backend that keeps buckets this is a database round
+    /// trip: call it from a blocking thread.
+    pub fn check(
+        &self,
+        identity: &Identity,
+        agent: &str,
+        writes: bool,
+        service: &Service,
+    ) -> Result<(), Refusal> {
         identity.allows(agent, writes).map_err(Refusal::Key)?;
-        if let Some(limiter) = &self.limiter {
-            limiter.take(agent).map_err(|wait| Refusal::Rate {
-                agent: agent.to_owned(),
-                per_second: limiter.per_second,
-                wait_ms: wait.as_millis().max(1) as u64,
-            })?;
-        }
-        Ok(())
+        let Some(limiter) = &self.limiter else {
+            return Ok(());
+        };
+        let allowance = match service.take_call(agent, limiter.rate) {
+            Some(shared) => shared.map_err(|e| Refusal::Store(e.to_string()))?,
+            None => limiter.take_at(agent, Instant::now()),
+        };
+        allowance.map_err(|wait| Refusal::Rate {
+            agent: agent.to_owned(),
+            per_second: limiter.rate.per_second,
+            wait_ms: wait.as_millis().max(1) as u64,
+        })
     }
 }
 

@@ -224,20 +224,29 @@ impl ServerHandler for McpServer {
         // Metrics are labelled by known tools only: a caller's made-up name is not a label.
         let tool = ToolName::parse(&name);
         let label = tool.map_or("unknown", ToolName::as_str);
-        if let Some(caller) = identity(&context) {
-            let writes = tool.is_none_or(|t| !t.hints().read_only);
-            if let Err(refusal) = self.gate.check(&caller, agent_of(&args), writes) {
-                tracing::info!(tool = %name, key = %caller.name, %refusal, "refused at the gate");
+        let caller = identity(&context);
+        let writes = tool.is_none_or(|t| !t.hints().read_only);
+        let (service, gate) = (Arc::clone(&self.service), Arc::clone(&self.gate));
+        let tool = name.clone();
+        // The gate may ask the database (a shared rate bucket), so it runs where the call does.
+        let outcome = tokio::task::spawn_blocking(move || {
+            if let Some(caller) = &caller {
+                gate.check(caller, agent_of(&args), writes, &service)
+                    .map_err(|refusal| (caller.name.clone(), refusal))?;
+            }
+            Ok(service.call(&tool, args))
+        })
+        .await
+        .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err((key, refusal)) => {
+                tracing::info!(tool = %name, %key, %refusal, "refused at the gate");
                 self.metrics.record(label, "refused", started.elapsed());
                 let text = vec![ContentBlock::text(refusal.to_string())];
                 return Ok(CallToolResult::error(text).into());
             }
-        }
-        let service = Arc::clone(&self.service);
-        let tool = name.clone();
-        let outcome = tokio::task::spawn_blocking(move || service.call(&tool, args))
-            .await
-            .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?;
+        };
         let result = if outcome.is_ok() { "ok" } else { "error" };
         self.metrics.record(label, result, started.elapsed());
         match outcome {

@@ -6,6 +6,7 @@
 use crate::bindings::{
     FileMeta, LimitOverrides, NO_OVERRIDES, StorageError, SummariserError, ToolError, Tools, api,
 };
+use crate::gate::{Allowance, Rate};
 use crate::imports::CallState;
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::storage::{Backend, Mode, StoreError};
@@ -114,6 +115,14 @@ impl Service {
         self.backend
             .all_files(agents, after, limit)
             .map_err(CallError::Storage)
+    }
+
+    /// Takes one call from `agent`'s rate bucket in the store, where the store keeps them
+    /// (see [`Backend::take_call`]).
+    pub fn take_call(&self, agent: &str, rate: Rate) -> Option<Result<Allowance, CallError>> {
+        self.backend
+            .take_call(agent, rate)
+            .map(|taken| taken.map_err(CallError::Storage))
     }
 
     /// Calls the tool `name` with MCP arguments; the result is the tool's structured content.

@@ -104,6 +104,31 @@ def test_two_instances_answer_as_one_server(pair):
     assert status == 0 and out.startswith("ok: 1 agents, 40 files"), out
 
 
+def test_an_agents_rate_holds_across_instances(tmp_path, database):
+    """The rate is the agent's, not each instance's: its burst is spent once, through both."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = Hosted(tmp_path / "a", "[http]\ncalls_per_second = 0.01\nburst = 3\n",
+                   store=["--database", database])
+    second = Hosted(tmp_path / "b", store=["--database", database], like=first)
+    try:
+        async def go():
+            async with first.client(first.keys["rw"]) as a, second.client(second.keys["rw"]) as b:
+                results = [await call(c, "list_files", agent_id="a") for c in (a, b) * 4]
+                # Each instance alone would have let three through.
+                assert [ok for ok, _ in results] == [True] * 3 + [False] * 5, results
+                for _, e in results[3:]:
+                    assert e.startswith('rate limit: agent "a" may make 0.01 calls a second; retry in '), e
+            # Another agent's bucket is its own.
+            async with second.client(second.keys["b"]) as c:
+                ok, e = await call(c, "list_files", agent_id="b")
+                assert ok, e
+        run(go())
+    finally:
+        first.stop()
+        second.stop()
+
+
 def test_a_killed_instance_loses_no_acknowledged_write(pair):
     first, second, url = pair
     acknowledged = {"log": [], "files": {}}

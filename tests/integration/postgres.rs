@@ -8,6 +8,8 @@
 use crate::common::{Scratch, TestDatabase};
 use crate::sandbox::HOSTILE;
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
+use scratchpad_mcp::gate::{Gate, RateLimiter, Refusal};
+use scratchpad_mcp::keys::{Identity, Scope};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use scratchpad_mcp::storage::{Backend, Mode, Postgres, pg_admin};
 use scratchpad_mcp::{CallError, Service};
@@ -219,6 +221,87 @@ fn text_postgres_cannot_hold_and_words_its_parser_would_join_are_kept() {
     assert_sound(&s);
 }
 
+/// A key for `agents`, allowed to write.
+fn key_for(agents: &[&str]) -> Identity {
+    Identity {
+        name: "team".into(),
+        agents: agents.iter().map(|a| (*a).to_owned()).collect(),
+        scope: Scope::ReadWrite,
+    }
+}
+
+#[test]
+fn two_instances_share_each_agents_rate() {
+    let Some(s) = scratch() else { return };
+    let other = s.another_instance();
+    let key = key_for(&["a", "b"]);
+    // One call in 1,000 s on average, 5 at once: the burst is all this test can spend.
+    let gates = [s.service(), &other].map(|service| {
+        let gate = Gate {
+            limiter: Some(RateLimiter::new(0.001, 5)),
+        };
+        (gate, service)
+    });
+    let refusals = std::sync::Mutex::new(Vec::new());
+    let granted = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let (gates, key, refusals, granted) = (&gates, &key, &refusals, &granted);
+            scope.spawn(move || {
+                for _ in 0..10 {
+                    let (gate, service) = &gates[t % 2];
+                    match gate.check(key, "a", true, service) {
+                        Ok(()) => drop(granted.fetch_add(1, std::sync::atomic::Ordering::SeqCst)),
+                        Err(refusal) => refusals.lock().unwrap().push(refusal.to_string()),
+                    }
+                }
+            });
+        }
+    });
+    // Each instance alone would have let 5 through; together they let 5 through.
+    assert_eq!(granted.into_inner(), 5);
+    let refusals = refusals.into_inner().unwrap();
+    assert_eq!(refusals.len(), 35);
+    for r in &refusals {
+        assert!(
+            r.starts_with(r#"rate limit: agent "a" may make 0.001 calls a second; retry in "#),
+            "{r}"
+        );
+    }
+    // Another agent has a bucket of its own.
+    let (gate, service) = &gates[1];
+    assert_eq!(gate.check(&key, "b", false, service), Ok(()));
+
+    // A bucket refills with the database's clock, whichever instance took from it last.
+    let fast = |service| {
+        let gate = Gate {
+            limiter: Some(RateLimiter::new(20.0, 1)),
+        };
+        move |agent| gate.check(&key_for(&["c"]), agent, false, service)
+    };
+    let (first, second) = (fast(s.service()), fast(&other));
+    assert_eq!(first("c"), Ok(()));
+    match second("c") {
+        Err(Refusal::Rate { wait_ms, .. }) => assert!((1..=50).contains(&wait_ms), "{wait_ms}"),
+        other => panic!("expected a rate refusal, got {other:?}"),
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(second("c"), Ok(()));
+
+    // What the shared bucket costs a call: one statement.
+    let gate = Gate {
+        limiter: Some(RateLimiter::new(1e9, 1_000_000)),
+    };
+    let started = std::time::Instant::now();
+    for _ in 0..200 {
+        gate.check(&key, "b", false, &other).unwrap();
+    }
+    println!(
+        "figure: a rate check on PostgreSQL takes {:?} (mean of 200)",
+        started.elapsed() / 200
+    );
+}
+
 #[test]
 fn migrations_run_once_and_a_newer_schema_is_refused() {
     let Some(s) = scratch() else { return };
@@ -230,7 +313,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
         .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
         .unwrap()
         .get(0);
-    assert_eq!(applied, 1);
+    assert_eq!(applied, 2);
     db.execute(
         "INSERT INTO scratchpad_migrations (version, name) VALUES (99, 'from the future')",
         &[],
@@ -238,7 +321,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     .unwrap();
     let e = Postgres::open(&url).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this build's 1"),
+        e.contains("schema version 99, newer than this build's 2"),
         "{e}"
     );
     assert!(!e.contains("scratchpad@"), "no password or user in {e}");

@@ -26,6 +26,7 @@ pub mod pg_admin {
 use crate::bindings::{
     FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, StorageError, Usage,
 };
+use crate::gate::{Allowance, Rate};
 
 /// What a tool call may do to the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,6 +210,12 @@ pub trait Backend: Send + Sync {
         after: Option<(&str, &str)>,
         limit: u32,
     ) -> Result<Vec<(String, FileMeta)>, StoreError>;
+    /// Takes one call from `agent`'s token bucket at `rate`, kept in the database so that
+    /// every instance on it shares it; `None` where the backend keeps no buckets (the gate
+    /// then keeps them in memory). Commits by itself, apart from any tool call.
+    fn take_call(&self, _agent: &str, _rate: Rate) -> Option<Result<Allowance, StoreError>> {
+        None
+    }
 }
 
 /// One tool call's transaction. Dropping it without [`Txn::commit`] rolls it back.

@@ -17,11 +17,18 @@ struct Migration {
 }
 
 /// Every migration, in order. Add new ones at the end; never edit one that has shipped.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial schema",
-    sql: include_str!("migrations/0001_initial.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial schema",
+        sql: include_str!("migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "rate buckets",
+        sql: include_str!("migrations/0002_rate_buckets.sql"),
+    },
+];
 
 /// The advisory lock key that serialises migrations ("scratchp" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7363_7261_7463_6870;

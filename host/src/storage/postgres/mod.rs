@@ -32,6 +32,7 @@ use crate::bindings::{
     FileMeta, FileState, LogEntry, LogState, LogValue, MatchRef, Retention, SearchMatch, Usage,
     VersionInfo,
 };
+use crate::gate::{Allowance, Rate};
 use pool::Pool;
 use postgres::config::SslMode;
 use postgres::error::SqlState;
@@ -249,6 +250,40 @@ impl Backend for Postgres {
                 ))
             })
             .collect()
+    }
+
+    fn take_call(&self, agent: &str, rate: Rate) -> Option<Result<Allowance, StoreError>> {
+        Some(self.take_from_bucket(agent, rate))
+    }
+}
+
+impl Postgres {
+    /// One statement, committed by itself: refills the agent's bucket for the time since it
+    /// was last taken from (the database's clock, the same for every instance), takes a call
+    /// if there is one, and says which. Concurrent takers of one agent queue on its row.
+    fn take_from_bucket(&self, agent: &str, rate: Rate) -> Result<Allowance, StoreError> {
+        let mut conn = self.pool.take()?;
+        let row = conn.query_one(
+            "INSERT INTO rate_buckets AS b (agent_id, tokens, granted, taken_at)
+             VALUES ($1, $3::float8 - 1, true, clock_timestamp())
+             ON CONFLICT (agent_id) DO UPDATE SET (tokens, granted, taken_at) = (
+                 SELECT CASE WHEN refilled >= 1 THEN refilled - 1 ELSE refilled END,
+                        refilled >= 1,
+                        clock_timestamp()
+                 FROM (SELECT least($3::float8, b.tokens + $2::float8 * greatest(0,
+                           extract(epoch FROM clock_timestamp() - b.taken_at)::float8)) AS refilled) r)
+             RETURNING granted, tokens",
+            &[&agent, &rate.per_second, &rate.burst],
+        );
+        self.pool.give_back(conn, true);
+        let row = row?;
+        if col(&row, 0)? {
+            return Ok(Ok(()));
+        }
+        let tokens: f64 = col(&row, 1)?;
+        Ok(Err(Duration::from_secs_f64(
+            ((1.0 - tokens) / rate.per_second).max(0.0),
+        )))
     }
 }
 
