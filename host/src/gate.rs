@@ -22,6 +22,13 @@ pub struct Rate {
     pub burst: f64,
 }
 
+impl Rate {
+    /// How long a bucket holding `tokens` (less than one) takes to hold one call.
+    pub fn wait_for_one(&self, tokens: f64) -> Duration {
+        Duration::try_from_secs_f64((1.0 - tokens) / self.per_second).unwrap_or(Duration::MAX)
+    }
+}
+
 /// What a bucket answers: the call may go ahead, or one may after this long.
 pub type Allowance = Result<(), Duration>;
 
@@ -56,7 +63,7 @@ impl RateLimiter {
             Ok(())
         } else {
             *tokens = refilled;
-            Err(Duration::from_secs_f64((1.0 - refilled) / per_second))
+            Err(self.rate.wait_for_one(refilled))
         }
     }
 }
@@ -113,7 +120,7 @@ impl Gate {
         allowance.map_err(|wait| Refusal::Rate {
             agent: agent.to_owned(),
             per_second: limiter.rate.per_second,
-            wait_ms: wait.as_millis().max(1) as u64,
+            wait_ms: u64::try_from(wait.as_millis().max(1)).unwrap_or(u64::MAX),
         })
     }
 }
@@ -184,6 +191,20 @@ mod tests {
                 .take_at("a", start + Duration::from_millis(500))
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn a_wait_too_long_to_say_is_the_longest_there_is() {
+        let rate = Rate {
+            per_second: 0.0,
+            burst: 1.0,
+        };
+        assert_eq!(rate.wait_for_one(0.0), Duration::MAX);
+        let rate = Rate {
+            per_second: 4.0,
+            burst: 1.0,
+        };
+        assert_eq!(rate.wait_for_one(0.5), Duration::from_millis(125));
     }
 
     #[test]

@@ -66,6 +66,10 @@ pub struct HttpSettings {
     pub keys: Vec<crate::keys::KeyEntry>,
 }
 
+/// The rates an agent may be given: from one call in about 17 minutes (a wait always fits a
+/// `Duration`) to a million a second.
+pub const CALLS_PER_SECOND: std::ops::RangeInclusive<f64> = 0.001..=1_000_000.0;
+
 /// Where hosted mode listens unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
 
@@ -364,6 +368,19 @@ impl Settings {
         note("summariser.base_url", toml_str(&base_url.0), base_url.1);
         let api_key = env("ANTHROPIC_API_KEY");
 
+        if let Some(rate) = file.http.calls_per_second
+            && !CALLS_PER_SECOND.contains(&rate)
+        {
+            return Err(SettingsError::Limit {
+                origin,
+                reason: format!(
+                    "http.calls_per_second = {rate} is out of range: it must be {} to {}",
+                    CALLS_PER_SECOND.start(),
+                    CALLS_PER_SECOND.end()
+                ),
+            });
+        }
+
         let u32_of = |name| values.get(name).map(|&v| v as u32);
         let settings = Settings {
             db: db.0,
@@ -572,6 +589,19 @@ mod tests {
                 .ends_with("versions_kept = 0 is out of range: it must be 1 to 1000"),
             "{e}"
         );
+        for rate in ["0.0", "-1.0", "nan", "inf", "0.0009", "1000001.0"] {
+            let e = resolve(Some(&format!("[http]\ncalls_per_second = {rate}\n")), &[])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("http.calls_per_second = ")
+                    && e.ends_with("is out of range: it must be 0.001 to 1000000"),
+                "{rate}: {e}"
+            );
+        }
+        for rate in ["0.001", "5.0", "1000000.0"] {
+            assert!(resolve(Some(&format!("[http]\ncalls_per_second = {rate}\n")), &[]).is_ok());
+        }
         let e = resolve(Some("[limits]\nmax_flies = 3\n"), &[]).unwrap_err();
         assert!(e.to_string().contains("unknown limit \"max_flies\""), "{e}");
         let e = resolve(Some("[store]\npth = \"x\"\n"), &[]).unwrap_err();

@@ -280,10 +280,7 @@ impl Postgres {
         if col(&row, 0)? {
             return Ok(Ok(()));
         }
-        let tokens: f64 = col(&row, 1)?;
-        Ok(Err(Duration::from_secs_f64(
-            ((1.0 - tokens) / rate.per_second).max(0.0),
-        )))
+        Ok(Err(rate.wait_for_one(col(&row, 1)?)))
     }
 }
 
