@@ -51,7 +51,9 @@ impl RateLimiter {
         }
     }
 
-    /// Takes one call for `agent` from the bucket in memory.
+    /// Takes one call for `agent` from the bucket in memory. PostgreSQL's buckets follow the
+    /// same rule in one statement (`Postgres::take_from_bucket`): refill for the time since
+    /// the last take, up to the burst; take one if there is one.
     fn take_at(&self, agent: &str, now: Instant) -> Allowance {
         let Rate { per_second, burst } = self.rate;
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());

@@ -227,14 +227,14 @@ impl ServerHandler for McpServer {
         let caller = identity(&context);
         let writes = tool.is_none_or(|t| !t.hints().read_only);
         let (service, gate) = (Arc::clone(&self.service), Arc::clone(&self.gate));
-        let tool = name.clone();
+        let called = name.clone();
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
         let outcome = tokio::task::spawn_blocking(move || {
             if let Some(caller) = &caller {
                 gate.check(caller, agent_of(&args), writes, &service)
                     .map_err(|refusal| (caller.name.clone(), refusal))?;
             }
-            Ok(service.call(&tool, args))
+            Ok(service.call(&called, args))
         })
         .await
         .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?;

@@ -126,6 +126,31 @@ impl Postgres {
             pool: Arc::new(pool),
         })
     }
+
+    /// One statement, committed by itself: refills the agent's bucket for the time since it
+    /// was last taken from (the database's clock, the same for every instance), takes a call
+    /// if there is one, and says which. Concurrent takers of one agent queue on its row.
+    fn take_from_bucket(&self, agent: &str, rate: Rate) -> Result<Allowance, StoreError> {
+        let mut conn = self.pool.take()?;
+        let row = conn.query_one(
+            "INSERT INTO rate_buckets AS b (agent_id, tokens, granted, taken_at)
+             VALUES ($1, $3::float8 - 1, true, clock_timestamp())
+             ON CONFLICT (agent_id) DO UPDATE SET (tokens, granted, taken_at) = (
+                 SELECT CASE WHEN refilled >= 1 THEN refilled - 1 ELSE refilled END,
+                        refilled >= 1,
+                        clock_timestamp()
+                 FROM (SELECT least($3::float8, b.tokens + $2::float8 * greatest(0,
+                           extract(epoch FROM clock_timestamp() - b.taken_at)::float8)) AS refilled) r)
+             RETURNING granted, tokens",
+            &[&agent, &rate.per_second, &rate.burst],
+        );
+        self.pool.give_back(conn, true);
+        let row = row?;
+        if col(&row, 0)? {
+            return Ok(Ok(()));
+        }
+        Ok(Err(rate.wait_for_one(col(&row, 1)?)))
+    }
 }
 
 /// Why the database at `url` cannot be used, naming it without its password.
@@ -254,33 +279,6 @@ impl Backend for Postgres {
 
     fn take_call(&self, agent: &str, rate: Rate) -> Option<Result<Allowance, StoreError>> {
         Some(self.take_from_bucket(agent, rate))
-    }
-}
-
-impl Postgres {
-    /// One statement, committed by itself: refills the agent's bucket for the time since it
-    /// was last taken from (the database's clock, the same for every instance), takes a call
-    /// if there is one, and says which. Concurrent takers of one agent queue on its row.
-    fn take_from_bucket(&self, agent: &str, rate: Rate) -> Result<Allowance, StoreError> {
-        let mut conn = self.pool.take()?;
-        let row = conn.query_one(
-            "INSERT INTO rate_buckets AS b (agent_id, tokens, granted, taken_at)
-             VALUES ($1, $3::float8 - 1, true, clock_timestamp())
-             ON CONFLICT (agent_id) DO UPDATE SET (tokens, granted, taken_at) = (
-                 SELECT CASE WHEN refilled >= 1 THEN refilled - 1 ELSE refilled END,
-                        refilled >= 1,
-                        clock_timestamp()
-                 FROM (SELECT least($3::float8, b.tokens + $2::float8 * greatest(0,
-                           extract(epoch FROM clock_timestamp() - b.taken_at)::float8)) AS refilled) r)
-             RETURNING granted, tokens",
-            &[&agent, &rate.per_second, &rate.burst],
-        );
-        self.pool.give_back(conn, true);
-        let row = row?;
-        if col(&row, 0)? {
-            return Ok(Ok(()));
-        }
-        Ok(Err(rate.wait_for_one(col(&row, 1)?)))
     }
 }
 

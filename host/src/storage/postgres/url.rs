@@ -44,9 +44,10 @@ impl DatabaseUrl {
                 _ => true,
             })
             .collect();
-        match kept.is_empty() {
-            true => (base.to_owned(), root_cert),
-            false => (format!("{base}?{}", kept.join("&")), root_cert),
+        if kept.is_empty() {
+            (base.to_owned(), root_cert)
+        } else {
+            (format!("{base}?{}", kept.join("&")), root_cert)
         }
     }
 }
