@@ -221,20 +221,27 @@ impl ServerHandler for McpServer {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let started = Instant::now();
+        // An unknown tool is a protocol error before anything else, the gate included: there
+        // is no agent or kind of tool to check yet, and stdio and HTTP must answer alike.
         // Metrics are labelled by known tools only: a caller's made-up name is not a label.
-        let tool = ToolName::parse(&name);
-        let label = tool.map_or("unknown", ToolName::as_str);
+        let Some(tool) = ToolName::parse(&name) else {
+            self.metrics.record("unknown", "error", started.elapsed());
+            return Err(McpError::invalid_params(
+                CallError::UnknownTool(name).to_string(),
+                None,
+            ));
+        };
+        let label = tool.as_str();
         let caller = identity(&context);
-        let writes = tool.is_none_or(|t| !t.hints().read_only);
+        let writes = !tool.hints().read_only;
         let (service, gate) = (Arc::clone(&self.service), Arc::clone(&self.gate));
-        let called = name.clone();
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
         let outcome = tokio::task::spawn_blocking(move || {
             if let Some(caller) = &caller {
                 gate.check(caller, agent_of(&args), writes, &service)
                     .map_err(|refusal| (caller.name.clone(), refusal))?;
             }
-            Ok(service.call(&called, args))
+            Ok(service.call(label, args))
         })
         .await
         .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?;
@@ -251,9 +258,6 @@ impl ServerHandler for McpServer {
         self.metrics.record(label, result, started.elapsed());
         match outcome {
             Ok(value) => Ok(CallToolResult::structured(value).into()),
-            Err(e @ CallError::UnknownTool(_)) => {
-                Err(McpError::invalid_params(e.to_string(), None))
-            }
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
         }
     }
