@@ -180,9 +180,18 @@ mod tests {
         assert_eq!(p, expected);
         let last = part(content, at(4), None, 1_000).unwrap();
         assert_eq!((last.next_line, last.lines_left), (None, 0));
-        assert!(part(content, at(5), None, 1_000).is_err());
-        assert!(part(content, at(0), None, 1_000).is_err());
-        assert!(part(content, Start::default(), Some(0), 1_000).is_err());
+        assert_eq!(
+            part(content, at(5), None, 1_000).unwrap_err(),
+            ToolError::InvalidArgument("offset must be a line number from 1 to 4 (got 5)".into())
+        );
+        assert_eq!(
+            part(content, at(0), None, 1_000).unwrap_err(),
+            ToolError::InvalidArgument("offset must be a line number from 1 to 4 (got 0)".into())
+        );
+        assert_eq!(
+            part(content, Start::default(), Some(0), 1_000).unwrap_err(),
+            ToolError::InvalidArgument("limit must be 1 or more lines (got 0)".into())
+        );
         assert_eq!(part("", Start::default(), None, 1_000).unwrap().text, "");
     }
 

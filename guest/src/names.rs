@@ -161,7 +161,10 @@ mod tests {
 
     #[test]
     fn agent_id_limits_at_n_and_n_plus_one() {
-        assert!(AgentId::parse(&"a".repeat(128)).is_ok());
+        assert_eq!(
+            AgentId::parse(&"a".repeat(128)).unwrap().as_str(),
+            "a".repeat(128)
+        );
         let m = message(AgentId::parse(&"a".repeat(129)));
         assert!(
             m.starts_with("agent_id must be 1 to 128 characters (got 129:"),
@@ -175,7 +178,7 @@ mod tests {
 
     #[test]
     fn agent_id_charset_is_named_with_the_culprit() {
-        assert!(AgentId::parse("Agent_7-b").is_ok());
+        assert_eq!(AgentId::parse("Agent_7-b").unwrap().as_str(), "Agent_7-b");
         for (raw, bad) in [
             ("a b", "' '"),
             ("a.b", "'.'"),
@@ -223,7 +226,10 @@ mod tests {
 
     #[test]
     fn path_length_at_n_and_n_plus_one() {
-        assert!(FilePath::parse(&"p".repeat(255)).is_ok());
+        assert_eq!(
+            FilePath::parse(&"p".repeat(255)).unwrap().as_str(),
+            "p".repeat(255)
+        );
         let m = message(FilePath::parse(&"p".repeat(256)));
         assert!(
             m.starts_with("path is 256 characters; the limit is 255"),
@@ -245,7 +251,7 @@ mod tests {
             "v1.2/notes.md",
             "a_b-c/",
         ] {
-            assert!(FilePath::parse(raw).is_ok(), "{raw}");
+            assert_eq!(FilePath::parse(raw).unwrap().as_str(), raw);
         }
     }
 

@@ -169,8 +169,21 @@ mod tests {
         assert!(
             matches!(read_files(&s, request(Some(vec![]), Some("a"), None)), Err(ToolError::InvalidArgument(m)) if m == "give paths or prefix, not both")
         );
-        assert!(read_files(&s, request(None, None, Some(0))).is_err());
-        assert!(read_files(&s, request(None, None, Some(20_001))).is_err());
-        assert!(read_files(&s, request(Some(vec!["../x"]), None, None)).is_err());
+        assert_eq!(
+            read_files(&s, request(None, None, Some(0))).unwrap_err(),
+            ToolError::InvalidArgument(
+                "max_tokens must be 1 to 20000, one answer's worth (got 0)".into()
+            )
+        );
+        assert_eq!(
+            read_files(&s, request(None, None, Some(20_001))).unwrap_err(),
+            ToolError::InvalidArgument(
+                "max_tokens must be 1 to 20000, one answer's worth (got 20001)".into()
+            )
+        );
+        assert_eq!(
+            read_files(&s, request(Some(vec!["../x"]), None, None)).unwrap_err(),
+            ToolError::InvalidArgument("path must not contain '..' (got \"../x\")".into())
+        );
     }
 }

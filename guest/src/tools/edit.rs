@@ -111,7 +111,10 @@ mod tests {
                 .unwrap_err()
                 .contains("whitespace is trimmed")
         );
-        assert!(apply("a", &text("", "y")).is_err());
+        assert_eq!(
+            apply("a", &text("", "y")).unwrap_err(),
+            "old must not be empty (to add text, use a line edit)"
+        );
     }
 
     #[test]
@@ -131,10 +134,22 @@ mod tests {
             apply(doc, &lines(4, 3, &["four"])).unwrap(),
             "one\ntwo\nthree\nfour\n"
         );
-        assert!(apply(doc, &lines(0, 0, &[])).is_err());
-        assert!(apply(doc, &lines(3, 1, &[])).is_err());
-        assert!(apply(doc, &lines(2, 5, &[])).is_err());
-        assert!(apply(doc, &lines(6, 5, &[])).is_err());
+        assert_eq!(
+            apply(doc, &lines(0, 0, &[])).unwrap_err(),
+            "lines 0 to 0 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
+        );
+        assert_eq!(
+            apply(doc, &lines(3, 1, &[])).unwrap_err(),
+            "lines 3 to 1 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
+        );
+        assert_eq!(
+            apply(doc, &lines(2, 5, &[])).unwrap_err(),
+            "lines 2 to 5 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
+        );
+        assert_eq!(
+            apply(doc, &lines(6, 5, &[])).unwrap_err(),
+            "lines 6 to 5 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
+        );
     }
 
     #[test]

@@ -411,7 +411,10 @@ mod tests {
     fn write_size_limit_at_n_and_n_plus_one() {
         let s = Memory::default();
         let limit = MAX_WRITE_BYTES as usize;
-        assert!(write(&s, "f", &"x".repeat(limit)).is_ok());
+        assert_eq!(
+            write(&s, "f", &"x".repeat(limit)).unwrap().bytes,
+            limit as u64
+        );
         assert_eq!(
             write(&s, "g", &"x".repeat(limit + 1)),
             Err(ToolError::InvalidArgument(
@@ -420,8 +423,13 @@ mod tests {
         );
         // Bytes, not characters: 'é' is two bytes.
         let e = "é".repeat(limit / 2);
-        assert!(write(&s, "h", &e).is_ok());
-        assert!(write(&s, "h2", &format!("{e}x")).is_err());
+        assert_eq!(write(&s, "h", &e).unwrap().bytes, limit as u64);
+        assert_eq!(
+            write(&s, "h2", &format!("{e}x")).unwrap_err(),
+            ToolError::InvalidArgument(
+                "content is 1048577 bytes; the limit for one write is 1048576 bytes".into()
+            )
+        );
     }
 
     #[test]
@@ -439,16 +447,16 @@ mod tests {
             )
         );
         // Rewriting an existing file at the quota is fine, and a delete makes room.
-        assert!(write(&s, "f0", "y").is_ok());
+        assert_eq!(write(&s, "f0", "y").unwrap().version, 2);
         assert!(delete(&s, "f1"));
-        assert!(write(&s, "one-more", "x").is_ok());
+        assert_eq!(write(&s, "one-more", "x").unwrap().version, 1);
     }
 
     #[test]
     fn byte_quota_counts_pruned_versions_as_freed() {
         let s = Memory::default();
         s.set_total_bytes("a", MAX_TOTAL_BYTES - 10);
-        assert!(write(&s, "f", &"x".repeat(10)).is_ok());
+        assert_eq!(write(&s, "f", &"x".repeat(10)).unwrap().bytes, 10);
         let err = write(&s, "g", "y").unwrap_err();
         assert!(
             matches!(&err, ToolError::QuotaExceeded(m) if m.contains("104857601 bytes")),
@@ -492,7 +500,12 @@ mod tests {
                 "since_version 3 is newer than the current version 2 of \"f\"".into()
             )
         );
-        assert!(read(&s, "f", Some(0)).is_err());
+        assert_eq!(
+            read(&s, "f", Some(0)).unwrap_err(),
+            ToolError::InvalidArgument(
+                "since_version must be a version number, 1 or more (got 0)".into()
+            )
+        );
     }
 
     #[test]
@@ -539,8 +552,16 @@ mod tests {
     #[test]
     fn rejected_calls_touch_nothing() {
         let s = Memory::default();
-        assert!(write(&s, "../x", "c").is_err());
-        assert!(write(&s, "ok", &"x".repeat(MAX_WRITE_BYTES as usize + 1)).is_err());
+        assert_eq!(
+            write(&s, "../x", "c").unwrap_err(),
+            ToolError::InvalidArgument("path must not contain '..' (got \"../x\")".into())
+        );
+        assert_eq!(
+            write(&s, "ok", &"x".repeat(MAX_WRITE_BYTES as usize + 1)).unwrap_err(),
+            ToolError::InvalidArgument(
+                "content is 1048577 bytes; the limit for one write is 1048576 bytes".into()
+            )
+        );
         assert_eq!(s.calls(), 0, "validation happens before any storage call");
     }
 

@@ -240,7 +240,7 @@ mod tests {
     fn entry_size_at_n_and_n_plus_one_in_utf8_bytes() {
         let s = Memory::default();
         let limit = MAX_LOG_ENTRY_BYTES as usize;
-        assert!(append(&s, LogValue::Text("ü".repeat(limit / 2))).is_ok());
+        assert_eq!(append(&s, LogValue::Text("ü".repeat(limit / 2))), Ok(1));
         assert_eq!(
             append(&s, LogValue::Text(format!("{}x", "ü".repeat(limit / 2)))),
             Err(ToolError::InvalidArgument(
@@ -254,7 +254,7 @@ mod tests {
     fn entry_quota_at_n_and_n_plus_one() {
         let s = Memory::default();
         s.set_log_entry_count("a", MAX_LOG_ENTRIES - 1);
-        assert!(append(&s, LogValue::Text("last".into())).is_ok());
+        assert_eq!(append(&s, LogValue::Text("last".into())), Ok(1));
         assert!(matches!(
             append(&s, LogValue::Text("over".into())),
             Err(ToolError::QuotaExceeded(m)) if m.contains("100000 log entries")

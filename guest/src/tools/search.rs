@@ -231,7 +231,10 @@ mod tests {
             .map(|i| format!("w{i}"))
             .collect::<Vec<_>>()
             .join(" ");
-        assert!(terms(&many).is_err());
+        assert_eq!(
+            terms(&many).unwrap_err(),
+            ToolError::InvalidArgument("query may hold at most 16 words (got 17)".into())
+        );
     }
 
     #[test]
