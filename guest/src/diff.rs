@@ -230,6 +230,7 @@ mod tests {
     /// The figure is printed beside the deadline; the bound is loose (debug build, a
     /// loaded machine) but far below what a missing deadline would take.
     #[test]
+    #[allow(clippy::print_stdout)] // the test reports its figure
     fn the_worst_pair_answers_soon_after_the_deadline() {
         let old: String = (0..1 << 19)
             .map(|i| if i % 2 == 0 { "a\n" } else { "b\n" })
