@@ -1,28 +1,20 @@
 //! Whole tool calls through the host: any JSON as any tool's arguments is decoded, run by the
-//! real component over a real SQLite file, and answered without a panic; a refusal is a
-//! message that names no path of the server.
+//! real component over a real SQLite file, and judged by the oracle (`src/oracle.rs`): the
+//! caller's errors only, never a trap or a refused answer, no server path or SQL in a message,
+//! what a write says it stored is what a read returns, and `verify` passes after every call
+//! that may write. A violation panics, which libFuzzer reports as a crash with its input.
 #![no_main]
 
+#[path = "../src/oracle.rs"]
+mod oracle;
+
+use scratchpad_mcp::service::ToolName;
 use scratchpad_mcp::summariser::{AnthropicConfig, DEFAULT_MODEL};
 use scratchpad_mcp::{Service, Settings};
 use std::sync::OnceLock;
 
-const TOOLS: [&str; 14] = [
-    "forget_log",
-    "read_files",
-    "write_file",
-    "edit_file",
-    "read_file",
-    "file_history",
-    "search",
-    "append_log",
-    "read_log",
-    "list_files",
-    "delete_file",
-    "summarize_file",
-    "get_usage_stats",
-    "no_such_tool",
-];
+/// A name no tool has: the unknown-tool path is fuzzed too.
+const UNKNOWN: &str = "no_such_tool";
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -45,7 +37,16 @@ fn fixture() -> &'static Fixture {
                 model: DEFAULT_MODEL.into(),
             },
         };
-        let service = Service::open(&settings).expect("open the service");
+        let service = match std::env::var_os("SCRATCHPAD_FUZZ_COMPONENT") {
+            // Another build of the component (the tests' hostile one, say), to see the
+            // oracle catch it.
+            Some(path) => {
+                let wasm = std::fs::read(path).expect("read SCRATCHPAD_FUZZ_COMPONENT");
+                Service::open_with_component(&settings, &wasm)
+            }
+            None => Service::open(&settings),
+        }
+        .expect("open the service");
         Fixture { dir, service }
     })
 }
@@ -58,13 +59,21 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         return;
     };
     let fixture = fixture();
-    let tool = TOOLS[usize::from(selector) % TOOLS.len()];
-    if let Err(e) = fixture.service.call(tool, args) {
-        let message = e.to_string();
-        assert!(!message.is_empty());
-        assert!(
-            !message.contains(&*fixture.dir.path().to_string_lossy()),
-            "{message}"
-        );
+    let names = ToolName::ALL.map(ToolName::as_str);
+    let tool = names
+        .get(usize::from(selector) % (names.len() + 1))
+        .copied()
+        .unwrap_or(UNKNOWN);
+    let outcome = fixture.service.call(tool, args.clone());
+    let verdict = oracle::judge(&fixture.service, fixture.dir.path(), tool, &args, &outcome)
+        .and_then(|()| {
+            if oracle::may_write(tool) {
+                oracle::check_store(&fixture.dir.path().join("fuzz.db"))
+            } else {
+                Ok(())
+            }
+        });
+    if let Err(defect) = verdict {
+        panic!("{defect}");
     }
 });

@@ -15,9 +15,11 @@ use crate::tools::{
     AgentArgs, AppendLogArgs, AppendLogOutput, DeleteFileArgs, DeleteFileOutput, EditFileArgs,
     ForgetLogArgs, ForgetLogOutput, HistoryOutput, ListFilesArgs, ListFilesOutput, PathArgs,
     ReadFileArgs, ReadFileOutput, ReadFilesArgs, ReadFilesOutput, ReadLogArgs, ReadLogOutput,
-    SearchArgs, SearchOutput, ShapeError, SummarizeFileOutput, ToolName, UsageStatsOutput,
-    WriteFileArgs, WriteFileOutput, agent_of, decode, log_value, same_path,
+    SearchArgs, SearchOutput, SummarizeFileOutput, UsageStatsOutput, WriteFileArgs,
+    WriteFileOutput, agent_of, decode, log_value, same_path,
 };
+/// The tool names and the shape errors are part of what a call answers.
+pub use crate::tools::{ShapeError, ToolName};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;

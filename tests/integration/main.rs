@@ -8,6 +8,10 @@
 mod common;
 mod conformance;
 mod files;
+// The fuzz target's oracle, tested here against the hostile guest.
+#[path = "../../fuzz/src/oracle.rs"]
+mod fuzz_oracle;
+mod fuzzing;
 mod hostile_input;
 mod isolation;
 mod logs;

@@ -50,6 +50,11 @@ impl Guest for Hostile {
                 w.path = "somewhere/else".into();
                 w
             }),
+            // Stores other content than it was given, and answers as if it had stored it.
+            "liar" => {
+                let content = format!("{}, or so it says", r.content);
+                tools::write_file(&Imports, api::WriteFileRequest { content, ..r })
+            }
             _ => tools::write_file(&Imports, r),
         }
     }
