@@ -1,38 +1,27 @@
-"""End-to-end tests: the real binary, driven over real stdio by the official MCP Python SDK.
+"""End-to-end tests: the real binary, driven over real stdio (and HTTP) by the official MCP
+Python SDK. The shared helpers are in `helpers.py`; this file holds the fixtures.
 
-The binary is `SCRATCHPAD_BIN`, else `target/debug/scratchpad-mcp` (built by `cargo build`).
-Every test runs in both protocol eras: the initialize handshake ("legacy"), and 2026-07-28
-(stateless), both discovered ("auto", via server/discover) and pinned without discovery.
+Every SDK test over stdio runs in both protocol eras: the initialize handshake ("legacy"),
+and 2026-07-28 (stateless), both discovered ("auto", via server/discover) and pinned without
+discovery.
 """
 
 import asyncio
 import os
-import pathlib
 import shutil
-import tempfile
+import subprocess
+import uuid
 
 import pytest
-from mcp import Client, StdioServerParameters
+from helpers import CACHE_DIR, Hosted, sdk_result, stdio_server
+from mcp import Client
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BINARY = pathlib.Path(os.environ.get("SCRATCHPAD_BIN", ROOT / "target" / "debug" / "scratchpad-mcp"))
-# One compiled-component cache for the whole run: Cranelift runs once, not once per start.
-CACHE_DIR = tempfile.mkdtemp(prefix="scratchpad-e2e-cache-")
 ERAS = ["legacy", "auto", "2026-07-28"]
 
 
 def pytest_sessionfinish(session, exitstatus):
     """The cache is the run's own: leave nothing behind in the temporary directory."""
     shutil.rmtree(CACHE_DIR, ignore_errors=True)
-
-
-def server(db, **env):
-    """Parameters that start the server on `db` with only the environment given."""
-    return StdioServerParameters(
-        command=str(BINARY),
-        args=["--db", str(db), "--cache-dir", CACHE_DIR],
-        env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), **env},
-    )
 
 
 @pytest.fixture(params=ERAS)
@@ -56,15 +45,14 @@ class Session:
         self.client = client
 
     async def ok(self, tool, **args):
-        result = await self.client.call_tool(tool, args)
-        text = result.content[0].text if result.content else ""
-        assert not result.is_error, f"{tool} {args} failed: {text}"
-        return result.structured_content
+        ok, answer = sdk_result(await self.client.call_tool(tool, args))
+        assert ok, f"{tool} {args} failed: {answer}"
+        return answer
 
     async def err(self, tool, **args):
-        result = await self.client.call_tool(tool, args)
-        assert result.is_error, f"{tool} {args} should fail, gave {result.structured_content}"
-        return result.content[0].text
+        ok, answer = sdk_result(await self.client.call_tool(tool, args))
+        assert not ok, f"{tool} {args} should fail, gave {answer}"
+        return answer
 
 
 def connect(db, era, **env):
@@ -72,7 +60,7 @@ def connect(db, era, **env):
 
     class _Ctx:
         async def __aenter__(self):
-            self.client = Client(server(db, **env), mode=era)
+            self.client = Client(stdio_server(db, **env), mode=era)
             return Session(await self.client.__aenter__())
 
         async def __aexit__(self, *exc):
@@ -81,86 +69,34 @@ def connect(db, era, **env):
     return _Ctx()
 
 
-class RawServer:
-    """The binary driven by hand over stdio: one request at a time, each after the previous
-    answer, as an agent works. For tests that need the process itself (kill it, run several,
-    read its stderr). stderr goes to a file: a pipe nobody reads would fill and stall it."""
+@pytest.fixture
+def hosted(tmp_path):
+    h = Hosted(tmp_path)
+    yield h
+    h.stop()
 
-    def __init__(self, db, errlog, *, log="warn", **env):
-        import subprocess
 
-        self.errlog = open(errlog, "a+")
-        self.proc = subprocess.Popen(
-            [str(BINARY), "--db", str(db), "--cache-dir", CACHE_DIR, "--log", log],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog, text=True,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
-        )
-        self.next_id = 0
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                    "clientInfo": {"name": "raw", "version": "0"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+def psql(url, sql):
+    done = subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-qAtc", sql],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
-    def send(self, message):
-        import json
 
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-
-    def request(self, method, params):
-        """The JSON-RPC result, or None if the process died first."""
-        import json
-
-        self.next_id += 1
-        try:
-            self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-            line = self.proc.stdout.readline()
-        except (BrokenPipeError, OSError):
-            return None
-        if not line:
-            return None
-        answer = json.loads(line)
-        assert answer["id"] == self.next_id
-        return answer["result"]
-
-    def call(self, tool, **args):
-        """(ok, structured content or error text), or None if the process died first."""
-        result = self.request("tools/call", {"name": tool, "arguments": args})
-        if result is None:
-            return None
-        if result.get("isError"):
-            return False, result["content"][0]["text"]
-        return True, result["structuredContent"]
-
-    def read_whole(self, agent, path):
-        """A file's content read part by part, following the cursors, as a client would for a
-        file too long for one answer; or (False, error)."""
-        content, cursor = "", {}
-        while True:
-            ok, part = self.call("read_file", agent_id=agent, path=path, **cursor)
-            if not ok:
-                return False, part
-            content += part["content"]
-            if part.get("next_line") is None:
-                return True, content
-            cursor = {"offset": part["next_line"]}
-            if part.get("next_column") is not None:
-                cursor["column"] = part["next_column"]
-
-    @staticmethod
-    def binary():
-        return BINARY
-
-    def stderr(self):
-        self.errlog.flush()
-        self.errlog.seek(0)
-        return self.errlog.read()
-
-    def close(self):
-        if self.proc.stdin and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-        return self.proc.stdout.read()
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait(timeout=30)
+@pytest.fixture
+def database():
+    """A PostgreSQL database of this test's own, on the server SCRATCHPAD_TEST_POSTGRES names
+    (a role that may create databases); dropped after. Without it the test is skipped, unless
+    SCRATCHPAD_REQUIRE_POSTGRES is set (CI sets it), in which case it fails."""
+    admin = os.environ.get("SCRATCHPAD_TEST_POSTGRES")
+    if not admin:
+        assert not os.environ.get("SCRATCHPAD_REQUIRE_POSTGRES"), \
+            "SCRATCHPAD_REQUIRE_POSTGRES is set, but SCRATCHPAD_TEST_POSTGRES is not"
+        pytest.skip('needs PostgreSQL: run `eval "$(./scripts/test-postgres)"` first')
+    name = f"sp_e2e_{uuid.uuid4().hex[:12]}"
+    psql(admin, f"CREATE DATABASE {name}")
+    base, _, query = admin.partition("?")
+    scheme, _, rest = base.partition("://")
+    server = rest.split("/", 1)[0]
+    yield f"{scheme}://{server}/{name}" + (f"?{query}" if query else "")
+    psql(admin, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

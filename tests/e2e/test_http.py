@@ -1,116 +1,14 @@
 """Hosted mode: the binary serving Streamable HTTP, driven by the official SDK's HTTP client,
 with real API keys, a real port on loopback and real refusals."""
 
-import json
 import signal
-import socket
-import subprocess
-import time
 import urllib.error
 import urllib.request
 
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-
-from conftest import BINARY, CACHE_DIR, run
-
-ENV = {"PATH": "/usr/bin:/bin"}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cli(config, *args):
-    done = subprocess.run([str(BINARY), "--config", str(config), *map(str, args)],
-                          capture_output=True, text=True, env=ENV, timeout=60)
-    return done.returncode, done.stdout.strip(), done.stderr
-
-
-def wait_for(condition, seconds=5):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
-class Hosted:
-    """A server on a free loopback port, with keys made by `keys add`.
-
-    `store` is the flags that choose the store (a SQLite file in `tmp_path` unless given);
-    `like` is another instance whose config and keys this one shares, as a second instance
-    of one deployment would."""
-
-    def __init__(self, tmp_path, extra="", store=None, like=None):
-        if like is not None:
-            self.config, self.keys = like.config, like.keys
-        else:
-            self.config = tmp_path / "config.toml"
-            self.config.write_text(extra)
-            self.keys = {}
-            for name, args in [("rw", ["--agent", "a"]), ("ro", ["--agent", "a", "--read-only"]),
-                               ("b", ["--agent", "b"])]:
-                status, key, err = cli(self.config, "keys", "add", name, *args)
-                assert status == 0, err
-                self.keys[name] = key
-        self.db = tmp_path / "s.db"
-        self.store = store or ["--db", str(self.db)]
-        self.log = open(tmp_path / f"server-{id(self)}.log", "a+")
-        self.start()
-
-    def start(self):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
-            [str(BINARY), "--config", str(self.config), *self.store, "--cache-dir", CACHE_DIR,
-             "--log", "info", "--log-format", "json", "serve", "--http", f"127.0.0.1:{self.port}"],
-            stdout=subprocess.DEVNULL, stderr=self.log, env=ENV)
-        for _ in range(200):
-            try:
-                if urllib.request.urlopen(f"{self.url}/health", timeout=1).read() == b"ok\n":
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("the server did not come up")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-
-    def client(self, key, era="legacy"):
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        transport = streamable_http_client(f"{self.url}/mcp", http_client=create_mcp_http_client(headers=headers))
-        return Client(transport, mode=era)
-
-    def post(self, headers):
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
-        request = urllib.request.Request(f"{self.url}/mcp", data=body.encode(), method="POST", headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                return answer.status, answer.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-
-@pytest.fixture
-def hosted(tmp_path):
-    h = Hosted(tmp_path)
-    yield h
-    h.stop()
-
-
-async def call(client, tool, **args):
-    result = await client.call_tool(tool, args)
-    text = result.content[0].text if result.content else ""
-    return (not result.is_error), (text if result.is_error else result.structured_content)
+from conftest import run
+from helpers import Hosted, call, run_cli, wait_until
+from mcp.shared.exceptions import MCPError
 
 
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
@@ -163,24 +61,31 @@ def test_no_key_a_wrong_key_a_revoked_key_and_a_bad_origin_are_refused(hosted):
     good = {"Authorization": f"Bearer {hosted.keys['b']}"}
     assert hosted.post(good)[0] == 200
     assert hosted.post({**good, "Origin": "http://evil.example"})[0] == 403
+    # No standalone event streams: there are no sessions, and nothing is ever pushed.
+    stream = urllib.request.Request(f"{hosted.url}/mcp", headers={**good, "Accept": "text/event-stream"})
+    try:
+        urllib.request.urlopen(stream, timeout=10)
+        raise AssertionError("GET /mcp should be refused")
+    except urllib.error.HTTPError as e:
+        assert e.code == 405, e.code
     # A page served from this machine is not a rebinding attack.
     assert hosted.post({**good, "Origin": f"http://localhost:{hosted.port}"})[0] == 200
     # Keys are read again on SIGHUP: a revoked key is refused, a new one let in, no restart.
-    status, _, err = cli(hosted.config, "keys", "revoke", "b")
+    status, _, err = hosted.cli("keys", "revoke", "b")
     assert status == 0, err
-    status, new_key, err = cli(hosted.config, "keys", "add", "b2", "--agent", "b")
+    status, new_key, err = hosted.cli("keys", "add", "b2", "--agent", "b")
     assert status == 0, err
     assert hosted.post({"Authorization": f"Bearer {new_key}"})[0] == 401
     pid = hosted.proc.pid
     hosted.proc.send_signal(signal.SIGHUP)
-    assert wait_for(lambda: hosted.post(good)[0] == 401)
+    wait_until(lambda: hosted.post(good)[0] == 401, "the revoked key to be refused", seconds=5)
     assert hosted.post({"Authorization": f"Bearer {new_key}"})[0] == 200
     assert hosted.proc.pid == pid and hosted.proc.poll() is None
     # A broken config file leaves the keys in force as they were.
     text = hosted.config.read_text()
     hosted.config.write_text(text + "\n[[http.keys]]\nname = 1\n")
     hosted.proc.send_signal(signal.SIGHUP)
-    assert wait_for(lambda: "API keys not read again" in open(hosted.log.name).read())
+    wait_until(lambda: "API keys not read again" in hosted.log_text(), "the refusal to read keys", seconds=5)
     assert hosted.post({"Authorization": f"Bearer {new_key}"})[0] == 200
     hosted.config.write_text(text)
     metrics = urllib.request.urlopen(f"{hosted.url}/metrics").read().decode()
@@ -215,5 +120,43 @@ def test_an_agent_over_its_rate_is_told_to_wait(tmp_path):
 def test_it_will_not_start_without_a_key(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("[http]\nlisten = \"127.0.0.1:9\"\n")
-    status, _, err = cli(config, "--db", tmp_path / "s.db", "serve", "--http")
+    status, _, err = run_cli("--config", config, "--db", tmp_path / "s.db", "serve", "--http")
     assert status == 2 and "serve --http needs at least one API key" in err, err
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_an_unknown_tool_is_the_same_protocol_error_as_over_stdio(hosted, era):
+    """The tool is known or not before any key is checked: no agent_id is needed to learn
+    that a tool does not exist, and the answer is the protocol error stdio gives."""
+
+    async def go():
+        async with hosted.client(hosted.keys["rw"], era) as c:
+            for args in [{}, {"agent_id": "b"}]:
+                with pytest.raises(MCPError) as raised:
+                    await c.call_tool("no_such_tool", args)
+                assert raised.value.error.code == -32602, raised.value.error
+                assert raised.value.error.message.startswith('unknown tool "no_such_tool"; the tools are '), \
+                    raised.value.error.message
+
+    run(go())
+    metrics = urllib.request.urlopen(f"{hosted.url}/metrics").read().decode()
+    assert 'scratchpad_tool_calls_total{tool="unknown",outcome="error"} 2' in metrics, metrics
+
+
+def test_a_key_cannot_read_another_agents_file_as_a_resource(hosted):
+    async def go():
+        async with hosted.client(hosted.keys["b"]) as c:
+            assert (await call(c, "write_file", agent_id="b", path="secret.md", content="b's secret"))[0]
+        async with hosted.client(hosted.keys["rw"]) as c:
+            with pytest.raises(MCPError) as raised:
+                await c.read_resource("scratchpad://b/secret.md")
+            assert raised.value.error.message == \
+                'this key ("rw") acts for agent a; it cannot act for agent "b"', raised.value.error
+            assert "b's secret" not in str(raised.value)
+            listed = [str(r.uri) for r in (await c.list_resources()).resources]
+            assert listed == [], listed
+        async with hosted.client(hosted.keys["b"]) as c:
+            read = await c.read_resource("scratchpad://b/secret.md")
+            assert read.contents[0].text == "b's secret"
+
+    run(go())

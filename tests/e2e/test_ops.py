@@ -1,47 +1,46 @@
 """The operator's subcommands on real stores, with real server processes running beside them."""
 
 import json
+import sqlite3
 import subprocess
-import threading
 
-from conftest import BINARY, RawServer
+from helpers import BINARY, RawServer, Workers, run_cli, wait_until
 
 
 def ops(db, *args, **env):
     """Runs `scratchpad-mcp --db DB ARGS`; (exit status, stdout, stderr)."""
-    done = subprocess.run([str(BINARY), "--db", str(db), *map(str, args)], capture_output=True,
-                          text=True, env={"PATH": "/usr/bin:/bin", **env}, timeout=120)
-    return done.returncode, done.stdout, done.stderr
+    return run_cli("--db", db, *args, env=env)
 
 
 def test_a_snapshot_taken_during_a_write_storm_restores_to_a_sound_store(tmp_path):
     db = tmp_path / "live.db"
     writers = [RawServer(db, tmp_path / f"stderr{i}.log") for i in range(2)]
-    stop = threading.Event()
+    workers = Workers()
     acked = [[] for _ in writers]
+    stopping = []
 
     def storm(i, server):
         n = 0
-        while not stop.is_set():
-            ok, answer = server.call("write_file", agent_id=f"w{i}", path=f"f{n % 50}", content=f"w{i} write {n}\n" * 40)
-            assert ok, answer
-            server.call("append_log", agent_id=f"w{i}", path="log", entry={"n": n})
+        while not stopping and not workers.failed():
+            server.ok("write_file", agent_id=f"w{i}", path=f"f{n % 50}", content=f"w{i} write {n}\n" * 40)
+            server.ok("append_log", agent_id=f"w{i}", path="log", entry={"n": n})
             acked[i].append(n)
             n += 1
 
-    threads = [threading.Thread(target=storm, args=(i, s)) for i, s in enumerate(writers)]
-    for t in threads:
-        t.start()
-    while min(len(a) for a in acked) < 50:
-        stop.wait(0.05)
+    for i, server in enumerate(writers):
+        workers.start(storm, i, server)
+
+    def progressed(count):
+        # A failed writer ends the wait at once; join() below raises its failure.
+        return workers.failed() or min(len(a) for a in acked) >= count
+
+    wait_until(lambda: progressed(50), "50 acknowledged writes from each writer")
     snap = tmp_path / "snap"
     status, _, err = ops(db, "snapshot", snap)
     during = [len(a) for a in acked]
-    while min(len(a) for a in acked) < during[0] + 50:
-        stop.wait(0.05)
-    stop.set()
-    for t in threads:
-        t.join()
+    wait_until(lambda: progressed(during[0] + 50), "50 more writes after the snapshot")
+    stopping.append(True)
+    workers.join()
     assert status == 0, err
     manifest = json.loads((snap / "manifest.json").read_text())
     print(f"\nfigure: snapshot during {sum(during)} acknowledged writes; manifest {manifest['counts']}")
@@ -67,10 +66,9 @@ def test_a_snapshot_taken_during_a_write_storm_restores_to_a_sound_store(tmp_pat
 def test_verify_exit_status_says_the_result(tmp_path):
     db = tmp_path / "s.db"
     server = RawServer(db, tmp_path / "stderr.log")
-    assert server.call("write_file", agent_id="a", path="f", content="hello")[0]
+    server.ok("write_file", agent_id="a", path="f", content="hello")
     server.close()
     assert ops(db, "verify")[0] == 0
-    import sqlite3
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE agents SET file_count = 7")
     status, out, _ = ops(db, "verify")
@@ -82,8 +80,8 @@ def test_verify_exit_status_says_the_result(tmp_path):
 def test_export_import_through_the_command_line(tmp_path):
     db, copy = tmp_path / "s.db", tmp_path / "copy.db"
     server = RawServer(db, tmp_path / "stderr.log")
-    assert server.call("write_file", agent_id="a", path="f", content="hello")[0]
-    assert server.call("append_log", agent_id="a", path="log", entry={"b": 1, "a": 2})[0]
+    server.ok("write_file", agent_id="a", path="f", content="hello")
+    server.ok("append_log", agent_id="a", path="log", entry={"b": 1, "a": 2})
     server.close()
     status, exported, _ = ops(db, "export", "--agent", "a")
     assert status == 0
@@ -114,7 +112,7 @@ def test_config_file_limits_reach_a_running_server(tmp_path):
 def test_progress_shows_on_a_terminal_only(tmp_path):
     db = tmp_path / "s.db"
     server = RawServer(db, tmp_path / "stderr.log")
-    assert server.call("write_file", agent_id="a", path="f", content="hello")[0]
+    server.ok("write_file", agent_id="a", path="f", content="hello")
     server.close()
     # Not a terminal: stderr has the result line and nothing else.
     status, _, err = ops(db, "snapshot", tmp_path / "plain")

@@ -10,47 +10,16 @@ import asyncio
 import http.client
 import http.server
 import itertools
-import os
-import subprocess
 import threading
-import uuid
 
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-
-from conftest import BINARY, run
-from test_http import ENV, Hosted, call, free_port
-
-
-@pytest.fixture
-def database():
-    admin = os.environ.get("SCRATCHPAD_TEST_POSTGRES")
-    if not admin:
-        assert not os.environ.get("SCRATCHPAD_REQUIRE_POSTGRES"), \
-            "SCRATCHPAD_REQUIRE_POSTGRES is set, but SCRATCHPAD_TEST_POSTGRES is not"
-        pytest.skip("SCRATCHPAD_TEST_POSTGRES is not set")
-    name = f"sp_e2e_{uuid.uuid4().hex[:12]}"
-    psql(admin, f"CREATE DATABASE {name}")
-    base, _, query = admin.partition("?")
-    scheme, _, rest = base.partition("://")
-    server = rest.split("/", 1)[0]
-    yield f"{scheme}://{server}/{name}" + (f"?{query}" if query else "")
-    psql(admin, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
-def psql(url, sql):
-    done = subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-qAtc", sql],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+from conftest import run
+from helpers import Hosted, call, free_port, run_cli
 
 
 def verify(url):
-    done = subprocess.run([str(BINARY), "--database", url, "verify"],
-                          capture_output=True, text=True, env=ENV, timeout=60)
-    return done.returncode, done.stdout + done.stderr
+    status, out, err = run_cli("--database", url, "verify", cache=False)
+    return status, out + err
 
 
 @pytest.fixture
@@ -63,9 +32,8 @@ def pair(tmp_path, database):
     yield first, second, database
     for h in (first, second):
         if h.proc.poll() is None:
-            h.stop()
-            assert h.proc.returncode == 0, open(h.log.name).read()[-2000:]
-        assert "panicked" not in open(h.log.name).read()
+            h.stop()  # exits 0, without a panic
+        assert "panicked" not in h.log_text()
 
 
 def test_two_instances_answer_as_one_server(pair):
@@ -255,10 +223,7 @@ def test_any_instance_answers_any_request_behind_a_round_robin_balancer(pair, er
     balancer = RoundRobin(first, second)
 
     async def go():
-        headers = {"Authorization": f"Bearer {first.keys['rw']}"}
-        transport = streamable_http_client(f"{balancer.url}/mcp",
-                                           http_client=create_mcp_http_client(headers=headers))
-        async with Client(transport, mode=era) as c:
+        async with first.client(first.keys["rw"], era, url=balancer.url) as c:
             text = "".join(f"line {i}\n" for i in range(1, 41))
             for v in range(1, 7):
                 text = text.replace(f"line {v}\n", f"line {v} changed\n")

@@ -2,19 +2,18 @@
 a full disk, a read-only store. Each test prints its figures.
 
 SCRATCHPAD_CRASH_KILLS sets how many kills the crash test makes (default 12; CI's long run
-can raise it). SCRATCHPAD_SEED fixes the random kill times (default 20261130); the seed is
-printed so a failure can be replayed.
+can raise it). SCRATCHPAD_SEED (default 20261130, printed) fixes after how many acknowledged
+calls each kill comes, so a failure replays: the kill lands in the same call each time.
 """
 
 import os
 import random
 import sqlite3
 import subprocess
-import threading
 import time
 
 import pytest
-from conftest import RawServer
+from helpers import RawServer, Workers, run_cli
 
 PROCESSES, CALLS_EACH = 4, 60
 KILLS = int(os.environ.get("SCRATCHPAD_CRASH_KILLS", "12"))
@@ -24,12 +23,18 @@ SEED = int(os.environ.get("SCRATCHPAD_SEED", "20261130"))
 def read_whole_log(server, agent, path):
     entries, cursor = [], 0
     while True:
-        ok, page = server.call("read_log", agent_id=agent, path=path, since_entry=cursor)
-        assert ok, page
+        page = server.ok("read_log", agent_id=agent, path=path, since_entry=cursor)
         entries += page["entries"]
         cursor = page["last_entry_id"]
         if not page["has_more"]:
             return entries
+
+
+def verified(db):
+    """`scratchpad-mcp verify` on the store: every invariant checked, exit 0 or the report."""
+    status, out, err = run_cli("--db", db, "verify")
+    assert status == 0, out + err
+    return out
 
 
 def test_four_processes_on_one_file_lose_nothing(tmp_path):
@@ -46,28 +51,28 @@ def test_four_processes_on_one_file_lose_nothing(tmp_path):
             ok, result = server.call("append_log", agent_id="team", path="shared-log", entry=entry)
             (appends.append((result["entry_id"], entry)) if ok else failures.append(result))
 
-    threads = [threading.Thread(target=storm, args=(p, s)) for p, s in enumerate(servers)]
+    workers = Workers()
     started = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    for p, server in enumerate(servers):
+        workers.start(storm, p, server)
+    workers.join()  # a server that died, or any other failure in a worker, fails here
     elapsed = time.monotonic() - started
 
     attempted = 2 * PROCESSES * CALLS_EACH
+    assert len(writes) + len(appends) + len(failures) == attempted, "every call was answered"
     versions = sorted(v for v, _ in writes)
     assert versions == list(range(1, len(writes) + 1)), "every acknowledged write got its own version"
-    ok, latest = servers[0].call("read_file", agent_id="team", path="shared.md")
+    latest = servers[0].ok("read_file", agent_id="team", path="shared.md")
     assert latest["content"] == dict(writes)[latest["current_version"]]
     logged = {e["id"]: e["entry"] for e in read_whole_log(servers[1], "team", "shared-log")}
     lost = sum(1 for entry_id, entry in appends if logged.get(entry_id) != entry)
-    lost += len(writes) - len(set(versions))
     for failure in failures:
         assert failure.startswith("the store is busy"), failure
     stderr = "".join(s.stderr() for s in servers)
     for s in servers:
-        s.close()
+        s.close()  # each exits 0, without a panic
     assert "database is locked" not in stderr
+    verified(db)
     print(f"\nfigure: {PROCESSES} processes, {attempted} calls attempted in {elapsed:.2f} s, "
           f"{len(writes) + len(appends)} succeeded, {len(failures)} failed (busy), {lost} lost")
     assert lost == 0 and len(logged) == len(appends)
@@ -99,45 +104,52 @@ def check_store(db, acked_writes, acked_appends):
         conn.close()
 
 
+def storm_call(kill, i):
+    """The i-th call of round `kill`'s storm: a file write or a log append, in turn."""
+    if i % 2 == 0:
+        path = f"k{kill}/w{i}"
+        return "write_file", {"agent_id": "storm", "path": path, "content": f"kill {kill} write {i} " * 64}
+    return "append_log", {"agent_id": "storm", "path": "log", "entry": f"kill {kill} entry {i}"}
+
+
 def test_kill_9_in_a_write_storm_loses_no_acknowledged_write(tmp_path):
+    """Each round makes a seeded number of acknowledged calls, sends one more and kills the
+    server while it runs it (after a seeded pause of up to 2 ms). Then the file is checked
+    by hand and by `verify`: every acknowledged call is there, whole, the invariants hold."""
     rng = random.Random(SEED)
-    print(f"\nseed {SEED}")
+    print(f"\nseed {SEED} (SCRATCHPAD_SEED replays it)")
     db = tmp_path / "crash.db"
-    acked_writes, acked_appends, lost, torn = [], [], 0, 0
+    acked_writes, acked_appends, lost, torn, kills = [], [], 0, 0, []
     for kill in range(KILLS):
         server = RawServer(db, tmp_path / "stderr.log")
-
-        def storm():
-            for i in range(10_000):
-                path, content = f"k{kill}/w{i}", f"kill {kill} write {i} " * 64
-                answer = server.call("write_file", agent_id="storm", path=path, content=content)
-                if answer is None:
-                    return
-                if answer[0]:
-                    acked_writes.append((path, content))
-                body = f"kill {kill} entry {i}"
-                answer = server.call("append_log", agent_id="storm", path="log", entry=body)
-                if answer is None:
-                    return
-                if answer[0]:
-                    acked_appends.append((answer[1]["entry_id"], body))
-
-        worker = threading.Thread(target=storm)
-        worker.start()
-        time.sleep(rng.uniform(0.05, 0.5))
+        calls = rng.randint(1, 40)
+        for i in range(calls):
+            tool, args = storm_call(kill, i)
+            answer = server.ok(tool, **args)
+            if tool == "write_file":
+                acked_writes.append((args["path"], args["content"]))
+            else:
+                acked_appends.append((answer["entry_id"], args["entry"]))
+        tool, args = storm_call(kill, calls)
+        server.send({"jsonrpc": "2.0", "id": 10_000, "method": "tools/call",
+                     "params": {"name": tool, "arguments": args}})
+        time.sleep(rng.uniform(0, 0.002))
         server.kill()
-        worker.join()
+        assert server.proc.returncode == -9, "it was the kill that ended it"
+        kills.append(calls)
         round_lost, round_torn = check_store(db, acked_writes, acked_appends)
         lost, torn = lost + round_lost, torn + round_torn
+        verified(db)
 
     # A server started after all that serves the same data.
     server = RawServer(db, tmp_path / "stderr.log")
     path, content = acked_writes[-1]
-    assert server.call("read_file", agent_id="storm", path=path)[1]["content"] == content
+    assert server.ok("read_file", agent_id="storm", path=path)["content"] == content
     server.close()
     checked = len(acked_writes) + len(acked_appends)
-    print(f"figure: {KILLS} kills, {checked} acknowledged writes checked, {lost} lost, {torn} torn")
-    assert checked > KILLS, "the storm made progress before each kill"
+    print(f"figure: {KILLS} kills after {kills} acknowledged calls, {checked} acknowledged "
+          f"writes checked, {lost} lost, {torn} torn, verify ok after each")
+    assert checked == sum(kills)
     assert (lost, torn) == (0, 0)
 
 
@@ -169,8 +181,7 @@ def test_a_full_disk_is_a_clear_error_and_does_no_damage(small_disk, tmp_path):
     assert written, "some writes fit first"
     for path, content in written:
         assert server.read_whole("a", path) == (True, content)
-    ok, usage = server.call("get_usage_stats", agent_id="a")
-    assert ok and usage["file_count"] == len(written)
+    assert server.ok("get_usage_stats", agent_id="a")["file_count"] == len(written)
     server.close()
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -181,15 +192,14 @@ def test_a_full_disk_is_a_clear_error_and_does_no_damage(small_disk, tmp_path):
 def test_a_read_only_store_is_a_clear_error_and_does_no_damage(small_disk, tmp_path):
     db = small_disk / "store.db"
     server = RawServer(db, tmp_path / "stderr.log")
-    assert server.call("write_file", agent_id="a", path="f", content="kept")[0]
+    server.ok("write_file", agent_id="a", path="f", content="kept")
     server.close()
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    proc = subprocess.run([str(RawServer.binary()), "--db", str(db)], input="", capture_output=True,
-                          text=True, timeout=60, env={"RUST_BACKTRACE": "1", "HOME": str(tmp_path)})
-    assert proc.returncode != 0
-    assert proc.stderr.endswith("the store cannot be written (read-only file or folder)\n"), proc.stderr
-    assert "backtrace" not in proc.stderr.lower() and "panicked" not in proc.stderr
+    status, _, err = run_cli("--db", db, input="", env={"RUST_BACKTRACE": "1", "HOME": str(tmp_path)})
+    assert status != 0
+    assert err.endswith("the store cannot be written (read-only file or folder)\n"), err
+    assert "backtrace" not in err.lower() and "panicked" not in err
     subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
     server = RawServer(db, tmp_path / "stderr.log")
-    assert server.call("read_file", agent_id="a", path="f")[1]["content"] == "kept"
+    assert server.ok("read_file", agent_id="a", path="f")["content"] == "kept"
     server.close()

@@ -1,9 +1,11 @@
 """The scratchpad over real stdio, as a desktop MCP client uses it."""
 
 import json
-import subprocess
+import os
+import sqlite3
 
-from conftest import BINARY, CACHE_DIR, connect, run
+from conftest import connect, run
+from helpers import INITIALIZE, message, run_cli
 
 
 def apply_diff(old, diff):
@@ -103,14 +105,14 @@ def test_errors_name_the_rule_and_the_value_and_nothing_else(db, era):
         async with connect(db, era) as s:
             assert await s.err("write_file", agent_id="a", path="notes/../x", content="c") == (
                 "path must not contain '..' (got \"notes/../x\")")
-            too_big = "x" * (1024 * 1024 + 1)
-            assert await s.err("write_file", agent_id="a", path="f", content=too_big) == (
-                "content is 1048577 bytes; the limit for one write is 1048576 bytes")
-            assert (await s.err("list_files", agent_id="bad id")).startswith("agent_id may contain only")
+            too_big = await s.err("write_file", agent_id="a", path="f", content="x" * (1024 * 1024 + 1))
+            assert too_big == "content is 1048577 bytes; the limit for one write is 1048576 bytes"
+            bad_agent = await s.err("list_files", agent_id="bad id")
+            assert bad_agent.startswith("agent_id may contain only"), bad_agent
             missing = await s.err("read_file", agent_id="a", path="nope")
             assert missing == 'no file at path "nope" for agent "a"'
-            for text in [missing, too_big[:0]]:
-                assert str(db) not in text and "SELECT" not in text
+            for text in [too_big, bad_agent, missing]:
+                assert str(db) not in text and str(db.parent) not in text and "SELECT" not in text, text
             stats = await s.ok("get_usage_stats", agent_id="a")
             assert stats["file_count"] == 0 and stats["total_operations"] == 0
 
@@ -197,39 +199,93 @@ def test_text_content_mirrors_structured_content(db, era):
 
 def test_stdout_carries_only_mcp_messages(db):
     requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "read_file", "arguments": {"agent_id": "a", "path": "missing"}}},
+        message("initialize", INITIALIZE, 1),
+        message("notifications/initialized"),
+        message("tools/call", {"name": "read_file", "arguments": {"agent_id": "a", "path": "missing"}}, 2),
     ]
-    proc = subprocess.run(
-        [str(BINARY), "--db", str(db), "--cache-dir", CACHE_DIR, "--log", "debug"],
-        input="".join(json.dumps(r) + "\n" for r in requests),
-        capture_output=True, text=True, timeout=60,
-    )
-    lines = [l for l in proc.stdout.splitlines() if l.strip()]
-    assert [json.loads(l)["id"] for l in lines] == [1, 2]
-    assert all(json.loads(l)["jsonrpc"] == "2.0" for l in lines)
-    assert "tool call" in proc.stderr, "logs go to stderr"
+    status, stdout, stderr = run_cli("--db", db, "--log", "debug",
+                                     input="".join(json.dumps(r) + "\n" for r in requests))
+    assert status == 0, stderr
+    lines = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    assert [line["id"] for line in lines] == [1, 2]
+    assert all(line["jsonrpc"] == "2.0" for line in lines)
+    assert lines[1]["result"]["isError"] is True
+    assert "tool call" in stderr, "logs go to stderr"
+
+
+def test_an_unknown_tool_is_a_protocol_error_naming_the_tools(db):
+    requests = [
+        message("initialize", INITIALIZE, 1),
+        message("notifications/initialized"),
+        message("tools/call", {"name": "no_such_tool", "arguments": {}}, 2),
+    ]
+    status, stdout, stderr = run_cli("--db", db, input="".join(json.dumps(r) + "\n" for r in requests))
+    assert status == 0, stderr
+    answer = json.loads(stdout.splitlines()[-1])
+    assert answer["error"]["code"] == -32602, answer
+    assert answer["error"]["message"].startswith('unknown tool "no_such_tool"; the tools are '), answer
 
 
 def test_help_and_version():
-    help_text = subprocess.run([str(BINARY), "--help"], capture_output=True, text=True, check=True).stdout
-    assert "--db" in help_text and "SCRATCHPAD_DB_PATH" in help_text
-    version = subprocess.run([str(BINARY), "--version"], capture_output=True, text=True, check=True).stdout
-    assert version.startswith("scratchpad-mcp ")
+    status, help_text, _ = run_cli("--help")
+    assert status == 0 and "--db" in help_text and "SCRATCHPAD_DB_PATH" in help_text
+    status, version, _ = run_cli("--version")
+    assert status == 0 and version.startswith("scratchpad-mcp ")
 
 
 def test_the_component_is_written_for_embedders(tmp_path):
     out = tmp_path / "scratchpad.wasm"
-    subprocess.run([str(BINARY), "component", "--out", str(out)], check=True, timeout=60)
+    status, _, err = run_cli("component", "--out", out)
+    assert status == 0, err
     data = out.read_bytes()
     assert data[:8] == b"\0asm\x0d\x00\x01\x00", "a component, not a core module"
     assert b"scratchpad:mcp/tools@0.1.0" in data
-    failed = subprocess.run([str(BINARY), "component", "--out", str(tmp_path / "no" / "such" / "dir" / "x")],
-                            capture_output=True, text=True, timeout=60)
-    assert failed.returncode != 0 and failed.stderr.startswith("scratchpad-mcp: cannot write the component")
+    status, _, err = run_cli("component", "--out", tmp_path / "no" / "such" / "dir" / "x")
+    assert status != 0 and err.startswith("scratchpad-mcp: cannot write the component"), err
+
+
+def paths_in(db):
+    """The (agent, path) pairs stored in a SQLite store, read straight from the file."""
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT agent_id, path FROM files ORDER BY agent_id, path").fetchall()
+
+
+def write_one(cwd, path, *flags, **env):
+    """Starts the server in folder `cwd` with `flags` and `env`, writes `path`, stops."""
+    requests = [
+        message("initialize", INITIALIZE, 1),
+        message("notifications/initialized"),
+        message("tools/call", {"name": "write_file",
+                               "arguments": {"agent_id": "a", "path": path, "content": "x"}}, 2),
+    ]
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        status, stdout, stderr = run_cli(*flags, env=env, input="".join(json.dumps(r) + "\n" for r in requests))
+    finally:
+        os.chdir(here)
+    assert status == 0, stderr
+    assert '"isError":true' not in stdout, stdout
+
+
+def test_the_store_is_found_by_flag_then_variable_then_data_folder(tmp_path):
+    """`--db` wins over SCRATCHPAD_DB_PATH, which wins over the per-user data folder; the
+    data folder does not depend on the folder the client started the server in."""
+    home, one, two = tmp_path / "home", tmp_path / "cwd-one", tmp_path / "cwd-two"
+    for folder in (home, one, two):
+        folder.mkdir()
+    flag_db, env_db = tmp_path / "flag.db", tmp_path / "env.db"
+    write_one(one, "by-flag", "--db", flag_db, HOME=str(home), SCRATCHPAD_DB_PATH=str(env_db))
+    assert paths_in(flag_db) == [("a", "by-flag")]
+    assert not env_db.exists(), "the variable is not used when the flag is given"
+    write_one(one, "by-variable", HOME=str(home), SCRATCHPAD_DB_PATH=str(env_db))
+    assert paths_in(env_db) == [("a", "by-variable")]
+    write_one(one, "from-one", HOME=str(home))
+    write_one(two, "from-two", HOME=str(home))
+    stores = [p for p in home.rglob("*.db")]
+    assert len(stores) == 1, stores
+    assert paths_in(stores[0]) == [("a", "from-one"), ("a", "from-two")], "one store whatever the folder"
+    assert not list(one.glob("*.db")) and not list(two.glob("*.db")), "nothing in the working folder"
 
 
 def test_edits_conflicts_and_history(db, era):

@@ -2,54 +2,20 @@
 a key that must never appear in anything the server writes."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
 
 import pytest
-from conftest import RawServer, connect, run
+from conftest import connect, run
+from helpers import RawServer, StandIn, message_reply
 
 KEY = "sk-ant-e2e-NEVER-PRINT-91c2"
 LONG = "".join(f"Paragraph {i}: the migration runs on Friday at 18:00.\n" for i in range(300))
-
-
-class StandIn:
-    """Answers POST /v1/messages from a script; counts requests."""
-
-    def __init__(self, replies):
-        self.replies, self.requests = list(replies), []
-        standin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["content-length"]))
-                standin.requests.append((self.path, dict(self.headers), body))
-                status, payload = standin.replies.pop(0) if standin.replies else (500, {})
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self):
-        self.server.shutdown()
-
-
-def message(text):
-    return 200, {"type": "message", "content": [{"type": "text", "text": text}]}
+REFUSED = (401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}, {})
 
 
 @pytest.fixture
 def standin():
-    s = StandIn([message("Migration on Friday 18:00."),
-                 (401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})])
+    s = StandIn([message_reply("Migration on Friday 18:00."), REFUSED])
     yield s
     s.close()
 
@@ -80,7 +46,7 @@ def test_the_key_never_reaches_stdout_or_stderr(db, standin, tmp_path):
 
 
 def test_cached_summaries_through_the_sdk(db, era):
-    standin = StandIn([message("One summary.")])
+    standin = StandIn([message_reply("One summary.")])
     try:
         async def go():
             async with connect(db, era, ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=standin.url) as s:
@@ -92,5 +58,64 @@ def test_cached_summaries_through_the_sdk(db, era):
 
         run(go())
         assert len(standin.requests) == 1
+    finally:
+        standin.close()
+
+
+def test_a_generic_5xx_is_retried_end_to_end(db, tmp_path):
+    """A 502 from a proxy in front of the API, with no body the API would give: retried, and
+    the second answer is the summary."""
+    standin = StandIn([(502, {}, {}), message_reply("After a bad gateway.")])
+    try:
+        server = RawServer(db, tmp_path / "stderr.log", ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=standin.url)
+        server.ok("write_file", agent_id="a", path="plan.md", content=LONG)
+        summary = server.ok("summarize_file", agent_id="a", path="plan.md")
+        server.close()
+        assert (summary["summary"], summary["cached"]) == ("After a bad gateway.", False)
+        assert len(standin.requests) == 2
+    finally:
+        standin.close()
+
+
+def test_a_retry_after_beyond_the_retry_window_is_not_waited_for(db, tmp_path):
+    """An API that says "come back in an hour" gets no second request and no hour-long call:
+    the agent is told at once to try later, and nothing is cached."""
+    busy = (429, {"type": "error", "error": {"type": "rate_limit_error", "message": "Too many requests"}},
+            {"retry-after": "3600"})
+    standin = StandIn([busy], then=message_reply("never asked for"))
+    try:
+        server = RawServer(db, tmp_path / "stderr.log", ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=standin.url)
+        server.ok("write_file", agent_id="a", path="plan.md", content=LONG)
+        started = time.monotonic()
+        ok, error = server.call("summarize_file", agent_id="a", path="plan.md")
+        took = time.monotonic() - started
+        assert (ok, error) == (False, "the Anthropic API is rate limiting this key (HTTP 429); "
+                                      "gave up after 1 attempt(s), try again later")
+        assert took < 10, f"it waited {took:.1f} s"
+        assert len(standin.requests) == 1
+        # Nothing was cached: the next call asks again, and this time gets a summary.
+        assert server.ok("summarize_file", agent_id="a", path="plan.md")["cached"] is False
+        server.close()
+        assert len(standin.requests) == 2
+    finally:
+        standin.close()
+
+
+def test_the_summary_cache_is_per_agent(db, tmp_path):
+    """Two agents holding the same text at the same path share nothing: the second agent's
+    summary is its own request, and neither sees the other's."""
+    standin = StandIn([message_reply("Agent a's summary."), message_reply("Agent b's summary.")])
+    try:
+        server = RawServer(db, tmp_path / "stderr.log", ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=standin.url)
+        for agent in ("a", "b"):
+            server.ok("write_file", agent_id=agent, path="plan.md", content=LONG)
+        a = server.ok("summarize_file", agent_id="a", path="plan.md")
+        b = server.ok("summarize_file", agent_id="b", path="plan.md")
+        again = server.ok("summarize_file", agent_id="a", path="plan.md")
+        server.close()
+        assert (a["summary"], a["cached"]) == ("Agent a's summary.", False)
+        assert (b["summary"], b["cached"]) == ("Agent b's summary.", False)
+        assert (again["summary"], again["cached"]) == ("Agent a's summary.", True)
+        assert len(standin.requests) == 2
     finally:
         standin.close()

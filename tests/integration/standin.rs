@@ -22,13 +22,12 @@ pub struct Reply {
 
 impl Reply {
     /// A 200 with a Messages API body whose text is `summary`.
+    /// The body is `tests/fixtures/anthropic-message.json`, the one the e2e stand-in gives too.
     pub fn summary(summary: &str) -> Self {
-        let body = serde_json::json!({
-            "id": "msg_standin", "type": "message", "role": "assistant",
-            "model": "claude-haiku-5-5", "stop_reason": "end_turn",
-            "content": [{ "type": "text", "text": summary }],
-            "usage": { "input_tokens": 10, "output_tokens": 5 }
-        });
+        let mut body: serde_json::Value =
+            serde_json::from_str(include_str!("../fixtures/anthropic-message.json"))
+                .expect("the stand-in's message is JSON");
+        body["content"][0]["text"] = summary.into();
         Self::status(200, &body.to_string())
     }
 
