@@ -29,7 +29,10 @@ impl TestDatabase {
                 std::env::var_os("SCRATCHPAD_REQUIRE_POSTGRES").is_none(),
                 "SCRATCHPAD_REQUIRE_POSTGRES is set, but SCRATCHPAD_TEST_POSTGRES is not"
             );
-            eprintln!("skipped: SCRATCHPAD_TEST_POSTGRES is not set");
+            let test = std::thread::current().name().unwrap_or("a test").to_owned();
+            println!(
+                "skipped: {test} needs PostgreSQL; run `eval \"$(./scripts/test-postgres)\"` first"
+            );
             return None;
         };
         static NEXT: AtomicU32 = AtomicU32::new(0);

@@ -104,7 +104,8 @@ fn to_json(v: &Val) -> Value {
     }
 }
 
-/// Whether `got` matches `want`, where `"*"` in `want` matches anything.
+/// Whether `got` matches `want` by the cases' matching rule (their `about`): `"*"` matches
+/// anything, objects match key for key, arrays item by item, a number only an equal integer.
 fn matches(want: &Value, got: &Value) -> bool {
     match (want, got) {
         (Value::String(w), _) if w == "*" => true,
@@ -116,7 +117,27 @@ fn matches(want: &Value, got: &Value) -> bool {
         (Value::Array(w), Value::Array(g)) => {
             w.len() == g.len() && w.iter().zip(g).all(|(w, g)| matches(w, g))
         }
+        (Value::Number(w), Value::Number(g)) => !w.is_f64() && !g.is_f64() && w == g,
         _ => want == got,
+    }
+}
+
+/// The shared cases, as data.
+fn cases() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases.json");
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_matcher_follows_the_shared_rule() {
+    let table = cases()["matcher"].as_array().unwrap().clone();
+    assert!(table.len() >= 10, "the table is there");
+    for row in table {
+        assert_eq!(
+            matches(&row["want"], &row["got"]),
+            row["matches"] == true,
+            "{row}"
+        );
     }
 }
 
@@ -178,14 +199,19 @@ fn call(
     answer
 }
 
-/// Runs every case, each group on a fresh store from `fresh`; returns the calls made.
+/// Runs every case, each group on a fresh store from `fresh`; returns the calls made, which
+/// is every step of every group.
 fn run_cases(fresh: &dyn Fn() -> Box<dyn Backend>) -> usize {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases.json");
-    let cases: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let cases = cases();
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache");
     let sandbox = Sandbox::with_component(GUEST_COMPONENT, Some(&cache)).unwrap();
+    let groups = cases["groups"].as_array().unwrap();
+    let steps: usize = groups
+        .iter()
+        .map(|g| g["steps"].as_array().unwrap().len())
+        .sum();
     let mut calls = 0;
-    for group in cases["groups"].as_array().unwrap() {
+    for group in groups {
         let store = fresh();
         for (i, step) in group["steps"].as_array().unwrap().iter().enumerate() {
             let name = step["call"].as_str().unwrap();
@@ -205,6 +231,11 @@ fn run_cases(fresh: &dyn Fn() -> Box<dyn Backend>) -> usize {
             calls += 1;
         }
     }
+    assert!(
+        groups.len() >= 12 && steps >= 113,
+        "the cases are all there: {steps} steps"
+    );
+    assert_eq!(calls, steps, "every step ran");
     calls
 }
 
@@ -223,7 +254,7 @@ fn the_native_host_gives_the_shared_answers() {
 fn postgres_gives_the_shared_answers() {
     let databases = std::cell::RefCell::new(Vec::new());
     if TestDatabase::create().is_none() {
-        return;
+        return; // said why, and how to run it
     }
     let calls = run_cases(&|| {
         let db = TestDatabase::create().expect("a test database");

@@ -179,3 +179,93 @@ fn the_byte_quota_holds_at_100_mib_counting_kept_versions() {
     );
     assert_eq!(s.usage("a")["total_bytes"], QUOTA);
 }
+
+/// One good call of every tool: what a damaged store is asked below.
+fn every_tool() -> Vec<(&'static str, serde_json::Value)> {
+    vec![
+        (
+            "write_file",
+            json!({ "agent_id": "a", "path": "f", "content": "new" }),
+        ),
+        (
+            "edit_file",
+            json!({ "agent_id": "a", "path": "f", "base_version": 1,
+                               "edits": [{ "old": "one", "new": "two" }] }),
+        ),
+        (
+            "read_file",
+            json!({ "agent_id": "a", "path": "f", "since_version": 1 }),
+        ),
+        ("read_files", json!({ "agent_id": "a", "prefix": "" })),
+        ("file_history", json!({ "agent_id": "a", "path": "f" })),
+        ("search", json!({ "agent_id": "a", "query": "one" })),
+        (
+            "append_log",
+            json!({ "agent_id": "a", "path": "log", "entry": "e" }),
+        ),
+        ("read_log", json!({ "agent_id": "a", "path": "log" })),
+        (
+            "forget_log",
+            json!({ "agent_id": "a", "path": "log", "keep_last": 1 }),
+        ),
+        ("list_files", json!({ "agent_id": "a" })),
+        ("delete_file", json!({ "agent_id": "a", "path": "f" })),
+        ("summarize_file", json!({ "agent_id": "a", "path": "f" })),
+        ("get_usage_stats", json!({ "agent_id": "a" })),
+    ]
+}
+
+/// With the store's tables gone from under it, every tool fails with a sentence a caller
+/// can read: no SQL, no table name, no server path, no panic or type name.
+#[test]
+fn a_damaged_store_gives_every_tool_an_error_without_sql_or_server_detail() {
+    let s = Scratch::new();
+    s.write("a", "f", "one");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "e" }),
+    );
+    let conn = rusqlite::Connection::open(s.db()).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         DROP TABLE versions; DROP TABLE log_entries; DROP TABLE logs; DROP TABLE summaries;
+         DROP TABLE search_index; DROP TABLE search_docs; DROP TABLE files;",
+    )
+    .unwrap();
+    drop(conn);
+    let dir = s.dir.path().to_string_lossy().into_owned();
+    let mut answered = Vec::new();
+    for (tool, args) in every_tool() {
+        let e = match s.call(tool, args) {
+            Ok(answer) => {
+                answered.push((tool, answer));
+                continue;
+            }
+            Err(e) => e,
+        };
+        assert!(
+            e.starts_with("storage failed (") || e.starts_with("the store "),
+            "{tool}: {e}"
+        );
+        for leak in [
+            "SELECT",
+            "INSERT",
+            "no such table",
+            "versions",
+            "log_entries",
+            "files",
+            &dir,
+            "panicked",
+            "Error {",
+            "rusqlite",
+        ] {
+            assert!(!e.contains(leak), "{tool} shows {leak:?}: {e}");
+        }
+    }
+    // The counters live in `agents`, which is still there.
+    assert_eq!(
+        answered.iter().map(|(tool, _)| *tool).collect::<Vec<_>>(),
+        ["get_usage_stats"],
+        "every other tool needs a table that is gone: {answered:?}"
+    );
+}

@@ -789,3 +789,49 @@ impl Drop for SqliteTxn {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `PRAGMA synchronous` of every connection waiting in the pool (2 is FULL).
+    fn pooled_sync(store: &Sqlite) -> Vec<i64> {
+        locked(&store.pool)
+            .iter()
+            .map(|c| {
+                c.pragma_query_value(None, "synchronous", |r| r.get(0))
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// A read counts itself with `synchronous = NORMAL`; the connection it used goes back to
+    /// the pool durable again, so the write that takes it next is on disk when it answers.
+    #[test]
+    fn a_connection_a_read_used_is_durable_again_for_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Sqlite::open(&dir.path().join("s.db")).unwrap();
+        let mut read = store.begin(Mode::Read).unwrap();
+        read.usage("a").unwrap();
+        read.commit("a").unwrap();
+        assert_eq!(
+            pooled_sync(&store),
+            [2],
+            "the read's connection, back in the pool"
+        );
+        let write = store.begin(Mode::Write).unwrap();
+        assert!(
+            locked(&store.pool).is_empty(),
+            "the write took that connection"
+        );
+        write.commit("a").unwrap();
+        assert_eq!(pooled_sync(&store), [2]);
+        // A read whose count failed (the lock was taken) also gives its connection back durable.
+        let held = store.begin(Mode::Write).unwrap();
+        let mut read = store.begin(Mode::Read).unwrap();
+        read.usage("a").unwrap();
+        read.commit("a").unwrap();
+        drop(held);
+        assert_eq!(pooled_sync(&store), [2, 2]);
+    }
+}
