@@ -19,30 +19,24 @@ fn verdict(s: &Scratch, tool: &str, args: Value) -> Result<(), String> {
     judge(s.service(), s.dir.path(), tool, &args, &outcome)
 }
 
+/// The oracle's objection to one write by the hostile guest's agent `agent`.
+fn hostile_write(agent: &str) -> String {
+    let s = Scratch::with_component(HOSTILE);
+    let write = json!({ "agent_id": agent, "path": "f", "content": "x" });
+    verdict(&s, "write_file", write).expect_err("the oracle objects")
+}
+
 #[test]
 fn a_guest_crash_is_a_defect() {
-    let s = Scratch::with_component(HOSTILE);
-    let e = verdict(
-        &s,
-        "write_file",
-        json!({ "agent_id": "panic", "path": "f", "content": "x" }),
-    )
-    .unwrap_err();
     assert_eq!(
-        e,
+        hostile_write("panic"),
         "write_file: a defect, not the caller's error: the tool logic failed (wasm trap: wasm `unreachable` instruction executed); nothing was changed"
     );
 }
 
 #[test]
 fn an_answer_about_another_path_is_a_defect() {
-    let s = Scratch::with_component(HOSTILE);
-    let e = verdict(
-        &s,
-        "write_file",
-        json!({ "agent_id": "wrong-path", "path": "f", "content": "x" }),
-    )
-    .unwrap_err();
+    let e = hostile_write("wrong-path");
     assert!(
         e.starts_with("write_file: a defect, not the caller's error: the tool logic gave an answer the server refuses"),
         "{e}"
@@ -51,13 +45,7 @@ fn an_answer_about_another_path_is_a_defect() {
 
 #[test]
 fn a_write_that_stores_other_content_is_caught_on_reading_back() {
-    let s = Scratch::with_component(HOSTILE);
-    let e = verdict(
-        &s,
-        "write_file",
-        json!({ "agent_id": "liar", "path": "f", "content": "x" }),
-    )
-    .unwrap_err();
+    let e = hostile_write("liar");
     assert!(
         e.starts_with("write_file stored other content than it was given"),
         "{e}"

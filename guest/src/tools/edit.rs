@@ -134,22 +134,14 @@ mod tests {
             apply(doc, &lines(4, 3, &["four"])).unwrap(),
             "one\ntwo\nthree\nfour\n"
         );
-        assert_eq!(
-            apply(doc, &lines(0, 0, &[])).unwrap_err(),
-            "lines 0 to 0 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
-        );
-        assert_eq!(
-            apply(doc, &lines(3, 1, &[])).unwrap_err(),
-            "lines 3 to 1 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
-        );
-        assert_eq!(
-            apply(doc, &lines(2, 5, &[])).unwrap_err(),
-            "lines 2 to 5 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
-        );
-        assert_eq!(
-            apply(doc, &lines(6, 5, &[])).unwrap_err(),
-            "lines 6 to 5 are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
-        );
+        for (start, end) in [(0, 0), (3, 1), (2, 5), (6, 5)] {
+            assert_eq!(
+                apply(doc, &lines(start, end, &[])).unwrap_err(),
+                format!(
+                    "lines {start} to {end} are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
+                )
+            );
+        }
     }
 
     #[test]
