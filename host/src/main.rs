@@ -4,13 +4,13 @@
 //! go to stderr.
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use scratchpad_mcp::mcp::McpServer;
 use scratchpad_mcp::settings::{Flags, Resolved};
 use scratchpad_mcp::storage::{admin, pg_admin};
 use scratchpad_mcp::{Service, Settings};
 use scratchpad_mcp::{keys, ops};
-use std::io::{BufReader, Write};
+use std::io::{self, BufReader, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -148,6 +148,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a completion script for a shell, e.g. `scratchpad-mcp completions bash >
+    /// /usr/share/bash-completion/completions/scratchpad-mcp`
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `scratchpad-mcp man > scratchpad-mcp.1`
+    Man,
 }
 
 /// What `keys` does.
@@ -201,12 +209,31 @@ fn main() -> ExitCode {
 #[allow(clippy::print_stdout)]
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let logs = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(io::stderr)
         .with_ansi(false)
         .with_env_filter(log_filter(&cli.log)?);
     match cli.log_format {
         LogFormat::Text => logs.init(),
         LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
+    // What describes the command line needs no settings (and must work where none resolve).
+    match &cli.command {
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "scratchpad-mcp",
+                &mut io::stdout(),
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Man) => {
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut io::stdout())
+                .context("cannot write the man page")?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
     }
     // `keys add` is how a config file often starts: a named one that is missing is created.
     if let (
@@ -404,7 +431,7 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                 Some(path) => {
                     let what = || format!("cannot write {}", path.display());
                     let mut file =
-                        std::io::BufWriter::new(std::fs::File::create(&path).with_context(what)?);
+                        io::BufWriter::new(std::fs::File::create(&path).with_context(what)?);
                     let tally = ops::export(db, &agent, &mut file)?;
                     file.into_inner()
                         .map_err(|e| e.into_error())
@@ -413,8 +440,8 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                     tally
                 }
                 None => {
-                    let stdout = std::io::stdout();
-                    let mut out = std::io::BufWriter::new(stdout.lock());
+                    let stdout = io::stdout();
+                    let mut out = io::BufWriter::new(stdout.lock());
                     let tally = ops::export(db, &agent, &mut out)?;
                     out.flush()?;
                     tally
@@ -431,12 +458,7 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
             replace,
         } => {
             let (agent, tally) = if file.as_os_str() == "-" {
-                ops::import(
-                    db,
-                    &mut std::io::stdin().lock(),
-                    as_agent.as_deref(),
-                    replace,
-                )?
+                ops::import(db, &mut io::stdin().lock(), as_agent.as_deref(), replace)?
             } else {
                 let input = std::fs::File::open(&file)
                     .with_context(|| format!("cannot read {}", file.display()))?;
@@ -473,6 +495,7 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Completions { .. } | Command::Man => unreachable!("answered before settings"),
     }
     Ok(ExitCode::SUCCESS)
 }
