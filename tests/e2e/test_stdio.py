@@ -233,6 +233,18 @@ def test_help_and_version():
     assert status == 0 and version.startswith("scratchpad-mcp ")
 
 
+def test_completions_and_the_man_page_come_from_the_cli(tmp_path):
+    """They need no settings: not even a home folder to find a config or a store in."""
+    for shell, marker in [("bash", "complete -F"), ("zsh", "#compdef scratchpad-mcp"),
+                          ("fish", "complete -c scratchpad-mcp")]:
+        status, script, err = run_cli("completions", shell, env={"HOME": str(tmp_path / "nowhere")})
+        assert status == 0 and marker in script and "snapshot" in script, (shell, err)
+    status, man, _ = run_cli("man")
+    assert status == 0 and ".TH scratchpad-mcp 1" in man and "verify" in man
+    status, _, err = run_cli("completions", "nope")
+    assert status == 2 and "invalid value 'nope'" in err, err
+
+
 def test_the_component_is_written_for_embedders(tmp_path):
     out = tmp_path / "scratchpad.wasm"
     status, _, err = run_cli("component", "--out", out)
