@@ -38,8 +38,13 @@ summarize_file gives a cached summary of a long file. list_files, file_history a
 pub struct McpServer {
     service: Arc<Service>,
     tools: Arc<Vec<Tool>>,
+    /// Hosted mode's checks: the key's agents and scope, the agent's rate.
     gate: Arc<Gate>,
+    /// Calls by tool and outcome, for `/metrics`.
     metrics: Arc<Metrics>,
+    /// Whether every request must carry a key's identity (hosted mode). Over stdio one user
+    /// owns the process and no request carries one.
+    keyed: bool,
 }
 
 impl McpServer {
@@ -50,16 +55,25 @@ impl McpServer {
             tools: Arc::new(ToolName::ALL.into_iter().map(describe).collect()),
             gate: Arc::default(),
             metrics: Arc::default(),
+            keyed: false,
         }
     }
 
-    /// The same behind hosted mode's checks, counting calls in `metrics`.
+    /// The same behind hosted mode's checks, counting calls in `metrics`: from now on a
+    /// request without a key's identity is refused, whatever path it took.
     pub fn gated(self, gate: Arc<Gate>, metrics: Arc<Metrics>) -> Self {
         Self {
             gate,
             metrics,
+            keyed: true,
             ..self
         }
+    }
+
+    /// Who is calling: nobody in particular over stdio; by HTTP, the identity the key check
+    /// put on the request. Fails closed: a keyed server refuses a request that carries none.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Option<Identity>, McpError> {
+        caller(self.keyed, identity(context))
     }
 
     /// Serves MCP on stdin and stdout until the client closes them.
@@ -77,6 +91,36 @@ fn identity(context: &RequestContext<RoleServer>) -> Option<Identity> {
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Identity>())
         .cloned()
+}
+
+/// [`McpServer::caller`]'s rule: what a keyed server does without an identity.
+fn caller(keyed: bool, found: Option<Identity>) -> Result<Option<Identity>, McpError> {
+    match found {
+        None if keyed => Err(McpError::invalid_request(
+            "this server needs an API key, and none was checked for this request",
+            None,
+        )),
+        found => Ok(found),
+    }
+}
+
+/// Runs the gate's checks for each of `agents` (reading) as `caller`, on the blocking pool
+/// like the work it guards; a refusal is the caller's to read.
+async fn admit(
+    gate: &Arc<Gate>,
+    service: &Arc<Service>,
+    caller: &Identity,
+    agents: Vec<String>,
+) -> Result<(), McpError> {
+    let (gate, service, caller) = (Arc::clone(gate), Arc::clone(service), caller.clone());
+    tokio::task::spawn_blocking(move || {
+        agents
+            .iter()
+            .try_for_each(|agent| gate.check(&caller, agent, false, &service))
+    })
+    .await
+    .map_err(|_| McpError::internal_error("the request was abandoned", None))?
+    .map_err(|refusal| McpError::invalid_request(refusal.to_string(), None))
 }
 
 /// Runs resource work on the blocking pool, as tool calls run.
@@ -159,8 +203,12 @@ impl ServerHandler for McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         let service = Arc::clone(&self.service);
         let cursor = request.and_then(|r| r.cursor);
-        // By HTTP, a key sees its own agents' files only.
-        let agents = identity(&context).map(|caller| caller.agents);
+        // By HTTP, a key sees its own agents' files only, and a listing is a call of each.
+        let caller = self.caller(&context)?;
+        if let Some(caller) = &caller {
+            admit(&self.gate, &service, caller, caller.agents.clone()).await?;
+        }
+        let agents = caller.map(|caller| caller.agents);
         let (listed, next) =
             blocking(move || resources::list(&service, agents.as_deref(), cursor.as_deref()))
                 .await?;
@@ -195,11 +243,12 @@ impl ServerHandler for McpServer {
     ) -> Result<ReadResourceResponse, McpError> {
         let service = Arc::clone(&self.service);
         let uri = request.uri;
-        if let Some(caller) = identity(&context) {
+        if let Some(caller) = self.caller(&context)? {
             let (agent, _) = resources::parse(&uri).map_err(resource_error)?;
             caller
                 .allows(agent, false)
                 .map_err(|m| McpError::invalid_params(m, None))?;
+            admit(&self.gate, &service, &caller, vec![agent.to_owned()]).await?;
         }
         let read_uri = uri.clone();
         let text = blocking(move || resources::read(&service, &read_uri)).await?;
@@ -232,7 +281,7 @@ impl ServerHandler for McpServer {
             ));
         };
         let label = tool.as_str();
-        let caller = identity(&context);
+        let caller = self.caller(&context)?;
         let writes = !tool.hints().read_only;
         let (service, gate) = (Arc::clone(&self.service), Arc::clone(&self.gate));
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
@@ -266,6 +315,25 @@ impl ServerHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::Scope;
+
+    /// Hosted mode fails closed: a request that reached a handler without the key check's
+    /// identity is refused, not served as if by the single user of stdio mode.
+    #[test]
+    fn a_keyed_server_refuses_a_request_without_an_identity() {
+        let refused = caller(true, None).unwrap_err();
+        assert_eq!(
+            refused.message,
+            "this server needs an API key, and none was checked for this request"
+        );
+        let someone = Identity {
+            name: "k".into(),
+            agents: vec!["a".into()],
+            scope: Scope::ReadOnly,
+        };
+        assert_eq!(caller(true, Some(someone.clone())).unwrap(), Some(someone));
+        assert_eq!(caller(false, None).unwrap(), None);
+    }
 
     /// Every session pays for `tools/list` in its context before the first call.
     #[test]

@@ -160,3 +160,27 @@ def test_a_key_cannot_read_another_agents_file_as_a_resource(hosted):
             assert read.contents[0].text == "b's secret"
 
     run(go())
+
+
+def test_resource_reads_and_listings_spend_from_the_agents_rate(tmp_path):
+    """Every method that does work is a call: reading a file as a resource, or listing them,
+    spends from the agent's bucket like a tool call, so a tenant cannot read around its rate."""
+    h = Hosted(tmp_path, "[http]\ncalls_per_second = 0.01\nburst = 3\n")
+    try:
+        async def go():
+            async with h.client(h.keys["rw"]) as c:
+                assert (await call(c, "write_file", agent_id="a", path="big.md", content="x" * 800_000))[0]
+                read = await c.read_resource("scratchpad://a/big.md")
+                assert len(read.contents[0].text) == 800_000
+                assert [str(r.uri) for r in (await c.list_resources()).resources] == ["scratchpad://a/big.md"]
+                for attempt in (c.read_resource("scratchpad://a/big.md"), c.list_resources()):
+                    with pytest.raises(MCPError) as refused:
+                        await attempt
+                    assert refused.value.error.message.startswith(
+                        'rate limit: agent "a" may make 0.01 calls a second; retry in '), refused.value.error
+                ok, e = await call(c, "list_files", agent_id="a")
+                assert not ok and e.startswith('rate limit: agent "a"'), e
+
+        run(go())
+    finally:
+        h.stop()
