@@ -415,7 +415,9 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                 );
             } else {
                 let store = resolved.settings.store_name();
-                println!("{} problems in {store}:", v.problems.len());
+                let count = v.problems.len();
+                let plural = if count == 1 { "" } else { "s" };
+                println!("{count} problem{plural} in {store}:");
                 for problem in &v.problems {
                     println!("  {problem}");
                 }

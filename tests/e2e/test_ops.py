@@ -123,3 +123,20 @@ def test_progress_shows_on_a_terminal_only(tmp_path):
     assert done.returncode == 0, done.stdout
     for phase in ["snapshot: copying", "snapshot: verifying", "snapshot: hashing", "\x1b[K"]:
         assert phase in done.stdout, repr(done.stdout)
+
+
+def test_verify_names_a_damaged_file_as_a_problem_found(tmp_path):
+    """Bytes overwritten in a b-tree page: a problem found (exit 1) in a sentence, not a
+    failure to check (exit 2) with a type name."""
+    db = tmp_path / "s.db"
+    server = RawServer(db, tmp_path / "stderr.log")
+    for i in range(60):
+        server.ok("write_file", agent_id="a", path=f"f{i}", content=f"text {i} " * 300)
+    server.close()
+    with open(db, "r+b") as f:
+        f.seek(4096 * 2)  # the third page: a b-tree page of this store
+        f.write(b"\xff" * 64)
+    status, out, _ = ops(db, "verify")
+    assert status == 1, out
+    assert out.endswith("1 problem in " + str(db) + ":\n  the store's file is damaged: SQLite cannot read it as a database\n"), out
+    assert "Corrupt" not in out and "database error" not in out

@@ -171,7 +171,10 @@ pub enum StoreError {
         /// What went wrong.
         reason: String,
     },
-    /// Any other database failure, described by its code.
+    /// The database file is damaged: SQLite cannot read it as a database.
+    #[error("the store's file is damaged: SQLite cannot read it as a database")]
+    Damaged,
+    /// Any other database failure, described in words by its code.
     #[error("database error: {0}")]
     Database(String),
 }
@@ -193,6 +196,7 @@ impl StoreError {
             StoreError::ReadOnly => StorageError::ReadOnly,
             StoreError::Refused(m) => StorageError::Refused(m.clone()),
             StoreError::Open { .. } => StorageError::Other("the store cannot be opened".into()),
+            StoreError::Damaged => StorageError::Other("the store's file is damaged".into()),
             StoreError::Database(m) => StorageError::Other(m.clone()),
         }
     }

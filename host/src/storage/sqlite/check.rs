@@ -28,8 +28,20 @@ pub(super) fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-/// Verifies the store at `path` without changing it.
+/// Verifies the store at `path` without changing it. A file SQLite cannot read as a
+/// database is a problem found (damage), not a failure to check.
 pub fn verify(path: &Path) -> Result<Verification, StoreError> {
+    match verify_readable(path) {
+        Err(damaged @ StoreError::Damaged) => Ok(Verification {
+            schema_version: 0,
+            counts: Counts::default(),
+            problems: vec![damaged.to_string()],
+        }),
+        other => other,
+    }
+}
+
+fn verify_readable(path: &Path) -> Result<Verification, StoreError> {
     let mut conn = open_read_only(path)?;
     let tx = conn.transaction().map_err(map_err)?;
     let schema_version: i64 = tx

@@ -245,14 +245,36 @@ fn map_err(e: rusqlite::Error) -> StoreError {
         Some(ErrorCode::CannotOpen) => {
             StoreError::Database("the database file or its journal cannot be opened".into())
         }
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+            tracing::error!(error = %e, "database damaged");
+            StoreError::Damaged
+        }
         Some(code) => {
             tracing::error!(error = %e, "database error");
-            StoreError::Database(format!("{code:?}"))
+            StoreError::Database(in_words(code).into())
         }
         None => {
             tracing::error!(error = %e, "database error");
             StoreError::Database("unexpected result from the database".into())
         }
+    }
+}
+
+/// An SQLite error code as a caller reads it: what went wrong, never a type name.
+fn in_words(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::PermissionDenied => "permission to the database file was denied",
+        ErrorCode::OutOfMemory => "the database ran out of memory",
+        ErrorCode::SystemIoFailure => "reading or writing the database file failed",
+        ErrorCode::FileLockingProtocolFailed => "the database file could not be locked",
+        ErrorCode::SchemaChanged => "the database's schema changed during the call",
+        ErrorCode::TooBig => "a value was too large for the database",
+        ErrorCode::ConstraintViolation => "a row broke one of the database's constraints",
+        ErrorCode::NoLargeFileSupport => "the file system cannot hold a database this large",
+        ErrorCode::OperationInterrupted | ErrorCode::OperationAborted => {
+            "the database stopped the operation"
+        }
+        _ => "the database reported an error",
     }
 }
 
