@@ -202,11 +202,12 @@ fn load(path: &Path) -> Result<toml_edit::DocumentMut, KeysError> {
 
 fn save(path: &Path, doc: &toml_edit::DocumentMut) -> Result<(), KeysError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
+        crate::private::create_dir_all(dir)
             .map_err(|e| KeysError::Io(format!("cannot create {}: {e}", dir.display())))?;
     }
+    // The file holds the keys' hashes: written private, whatever mode it had.
     let partial = path.with_extension("toml.partial");
-    std::fs::write(&partial, doc.to_string())
+    crate::private::write(&partial, doc.to_string())
         .and_then(|()| std::fs::rename(&partial, path))
         .map_err(|e| KeysError::Io(format!("cannot write {}: {e}", path.display())))
 }

@@ -18,6 +18,7 @@
 //! - [`resources`]: scratchpad files as MCP resources.
 //! - [`settings`]: flags, environment, the config file and per-user defaults.
 //! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
+//! - [`private`]: files and folders created for their owner only (0600, 0700).
 
 pub mod bindings;
 pub mod gate;
@@ -26,6 +27,7 @@ pub mod imports;
 pub mod keys;
 pub mod mcp;
 pub mod ops;
+pub mod private;
 pub mod resources;
 pub mod sandbox;
 pub mod service;

@@ -245,10 +245,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         && !path.exists()
     {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            scratchpad_mcp::private::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        std::fs::write(path, "").with_context(|| format!("cannot create {}", path.display()))?;
+        scratchpad_mcp::private::write(path, "")
+            .with_context(|| format!("cannot create {}", path.display()))?;
     }
     let resolved = Settings::resolve(Flags {
         config: cli.config,
@@ -432,8 +433,9 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
             let tally = match out {
                 Some(path) => {
                     let what = || format!("cannot write {}", path.display());
-                    let mut file =
-                        io::BufWriter::new(std::fs::File::create(&path).with_context(what)?);
+                    let mut file = io::BufWriter::new(
+                        scratchpad_mcp::private::create(&path).with_context(what)?,
+                    );
                     let tally = ops::export(db, &agent, &mut file)?;
                     file.into_inner()
                         .map_err(|e| e.into_error())

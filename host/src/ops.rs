@@ -135,7 +135,7 @@ fn sha256_of(path: &Path) -> Result<(u64, String), OpsError> {
 fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), OpsError> {
     let what = || format!("cannot write {}", path.display());
     let partial = path.with_extension("partial");
-    let mut file = std::fs::File::create(&partial).map_err(io(what()))?;
+    let mut file = crate::private::create(&partial).map_err(io(what()))?;
     file.write_all(bytes).map_err(io(what()))?;
     file.sync_all().map_err(io(what()))?;
     std::fs::rename(&partial, path).map_err(io(what()))
@@ -155,7 +155,7 @@ pub fn snapshot(db: &Path, dir: &Path) -> Result<Manifest, OpsError> {
             )));
         }
     }
-    std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
+    crate::private::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
     let file = dir.join(SNAPSHOT_DB);
     progress.phase("copying");
     admin::vacuum_into(db, &file)?;
@@ -245,7 +245,7 @@ pub fn restore(db: &Path, dir: &Path) -> Result<Restored, OpsError> {
     progress.phase("verifying the snapshot");
     let manifest = check_snapshot(dir)?;
     if let Some(parent) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
+        crate::private::create_dir_all(parent)
             .map_err(io(format!("cannot create {}", parent.display())))?;
     }
     let lock = StoreLock::exclusive(db)?;

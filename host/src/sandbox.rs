@@ -257,10 +257,10 @@ fn deserialize(engine: &Engine, file: &Path) -> wasmtime::Result<Component> {
 
 fn store_in_cache(component: &Component, file: &Path) -> anyhow::Result<()> {
     let dir = file.parent().expect("cache files live in a folder");
-    fs::create_dir_all(dir)?;
+    crate::private::create_dir_all(dir)?;
     let bytes = component.serialize()?;
     let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    fs::write(&tmp, bytes)?;
+    crate::private::write(&tmp, bytes)?;
     fs::rename(&tmp, file)?;
     Ok(())
 }

@@ -1,10 +1,11 @@
 """The operator's subcommands on real stores, with real server processes running beside them."""
 
 import json
+import os
 import sqlite3
 import subprocess
 
-from helpers import BINARY, RawServer, Workers, run_cli, wait_until
+from helpers import BINARY, INITIALIZE, RawServer, Workers, message, run_cli, wait_until
 
 
 def ops(db, *args, **env):
@@ -140,3 +141,49 @@ def test_verify_names_a_damaged_file_as_a_problem_found(tmp_path):
     assert status == 1, out
     assert out.endswith("1 problem in " + str(db) + ":\n  the store's file is damaged: SQLite cannot read it as a database\n"), out
     assert "Corrupt" not in out and "database error" not in out
+
+
+def mode(path):
+    return path.stat().st_mode & 0o777
+
+
+def test_what_the_server_writes_is_its_owners_only(tmp_path):
+    """Under the usual umask (022), the store and everything beside it, snapshots, exports,
+    the compiled-component cache and the config holding the keys' hashes are 0600 files in
+    0700 folders; `keys add` keeps a config file private."""
+    previous = os.umask(0o022)
+    try:
+        check_modes(tmp_path)
+    finally:
+        os.umask(previous)
+
+
+def check_modes(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home)}
+    store = home / ".local" / "share" / "scratchpad-mcp"
+    cache = tmp_path / "cache"
+    requests = "".join(json.dumps(m) + "\n" for m in [
+        message("initialize", INITIALIZE, 1), message("notifications/initialized"),
+        message("tools/call", {"name": "write_file", "arguments": {"agent_id": "a", "path": "f", "content": "x"}}, 2)])
+    status, _, err = run_cli("--cache-dir", cache, env=env, input=requests, cache=False)
+    assert status == 0, err
+    files = [p for p in store.iterdir()]
+    assert {p.name for p in files} >= {"scratchpad.db", "scratchpad.db.lock"}, files
+    assert mode(store) == 0o700
+    for path in files:
+        assert mode(path) == 0o600, (path.name, oct(mode(path)))
+    assert mode(cache) == 0o700 and all(mode(p) == 0o600 for p in cache.rglob("*") if p.is_file())
+    status, _, err = run_cli("snapshot", tmp_path / "snap", env=env)
+    assert status == 0, err
+    assert mode(tmp_path / "snap") == 0o700
+    assert [oct(mode(p)) for p in sorted((tmp_path / "snap").iterdir())] == ["0o600", "0o600"]
+    status, _, err = run_cli("export", "--agent", "a", "--out", tmp_path / "a.jsonl", env=env)
+    assert status == 0 and mode(tmp_path / "a.jsonl") == 0o600, err
+    config = tmp_path / "etc" / "config.toml"
+    status, _, err = run_cli("--config", config, "keys", "add", "k", "--agent", "a", env=env)
+    assert status == 0 and (mode(config.parent), mode(config)) == (0o700, 0o600), err
+    config.chmod(0o600)
+    status, _, err = run_cli("--config", config, "keys", "add", "k2", "--agent", "a", env=env)
+    assert status == 0 and mode(config) == 0o600, (err, oct(mode(config)))

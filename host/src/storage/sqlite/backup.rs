@@ -12,7 +12,7 @@
 
 use super::map_err;
 use crate::storage::StoreError;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
 /// The file beside a store that every process using it holds a shared lock on.
@@ -77,7 +77,7 @@ impl StoreLock {
 }
 
 fn open_lock(db: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
+    crate::private::options()
         .read(true)
         .write(true)
         .create(true)
@@ -92,6 +92,7 @@ pub fn vacuum_into(db: &Path, out: &Path) -> Result<(), StoreError> {
         .to_str()
         .ok_or_else(|| StoreError::Refused(format!("{} is not a UTF-8 path", out.display())))?;
     conn.execute("VACUUM INTO ?1", [target]).map_err(map_err)?;
+    crate::private::restrict(out).map_err(|e| StoreError::Database(e.to_string()))?;
     File::open(out)
         .and_then(|f| f.sync_all())
         .map_err(|e| StoreError::Database(e.to_string()))
@@ -115,6 +116,7 @@ pub fn replace_store(
 ) -> std::io::Result<Option<PathBuf>> {
     let incoming = sibling(db, ".restoring");
     std::fs::copy(snapshot, &incoming)?;
+    crate::private::restrict(&incoming)?;
     File::open(&incoming)?.sync_all()?;
     let mut aside = None;
     if db.exists() {

@@ -135,7 +135,7 @@ impl Sqlite {
             reason,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| open_error(e.to_string()))?;
+            crate::private::create_dir_all(dir).map_err(|e| open_error(e.to_string()))?;
         }
         check_writable(path).map_err(|e| open_error(e.to_string()))?;
         let store = Self {
@@ -183,10 +183,10 @@ impl Sqlite {
 }
 
 /// A store whose file (or folder, for the journal) cannot be written is named as such,
-/// rather than as whatever SQLite fails with first.
+/// rather than as whatever SQLite fails with first. A new store is created here, private.
 fn check_writable(path: &Path) -> Result<(), StoreError> {
     use std::io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
-    let probe = std::fs::OpenOptions::new()
+    let probe = crate::private::options()
         .append(true)
         .create(true)
         .open(path);
