@@ -1,12 +1,12 @@
 //! What hosted mode checks before a call does any storage work: the caller's key allows
-//! the agent and the kind of tool, and the agent is within its rate. And what it counts:
-//! calls per tool and outcome, for `/metrics`.
+//! the agent and the kind of call, the agent is within its rate, and a summary is within the
+//! agent's summary budget. And what it counts: calls per tool and outcome, for `/metrics`.
 //!
 //! An agent's token bucket lives where every instance serving it can see it: in the database
 //! when the backend keeps buckets (PostgreSQL, so that two instances allow the configured
 //! rate and not twice it), else in this process's memory (SQLite: one instance).
 
-use crate::keys::Identity;
+use crate::keys::{Access, Identity};
 use crate::service::Service;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -88,6 +88,18 @@ pub enum Refusal {
         /// How long to wait.
         wait_ms: u64,
     },
+    /// The agent has spent its summaries for now.
+    #[error(
+        "summary budget: agent {agent:?} may ask for {per_day} summaries a day; the next one in {wait_s} s (nothing was changed)"
+    )]
+    Budget {
+        /// The agent.
+        agent: String,
+        /// Its budget.
+        per_day: u32,
+        /// How long until the next.
+        wait_s: u64,
+    },
     /// The shared bucket could not be read: the store's own message.
     #[error("{0}")]
     Store(String),
@@ -98,32 +110,52 @@ pub enum Refusal {
 pub struct Gate {
     /// Per-agent rate, if one is configured.
     pub limiter: Option<RateLimiter>,
+    /// Per-agent summaries a day, if a budget is configured: a bucket of its own, refilled
+    /// over the day, so the operator's model spend per agent is bounded.
+    pub summaries: Option<(u32, RateLimiter)>,
 }
 
 impl Gate {
-    /// Checks a call for `agent` (writing or not) by `identity`, before any storage work of
+    /// Checks a call of kind `access` for `agent` by `identity`, before any storage work of
     /// the tool's. With a rate on a backend that keeps buckets this is a database round
     /// trip: call it from a blocking thread.
     pub fn check(
         &self,
         identity: &Identity,
         agent: &str,
-        writes: bool,
+        access: Access,
         service: &Service,
     ) -> Result<(), Refusal> {
-        identity.allows(agent, writes).map_err(Refusal::Key)?;
-        let Some(limiter) = &self.limiter else {
-            return Ok(());
-        };
-        let allowance = match service.take_call(agent, limiter.rate) {
-            Some(shared) => shared.map_err(|e| Refusal::Store(e.to_string()))?,
-            None => limiter.take_at(agent, Instant::now()),
-        };
-        allowance.map_err(|wait| Refusal::Rate {
-            agent: agent.to_owned(),
-            per_second: limiter.rate.per_second,
-            wait_ms: u64::try_from(wait.as_millis().max(1)).unwrap_or(u64::MAX),
-        })
+        identity.allows(agent, access).map_err(Refusal::Key)?;
+        if let Some(limiter) = &self.limiter {
+            take(limiter, agent, service)?.map_err(|wait| Refusal::Rate {
+                agent: agent.to_owned(),
+                per_second: limiter.rate.per_second,
+                wait_ms: u64::try_from(wait.as_millis().max(1)).unwrap_or(u64::MAX),
+            })?;
+        }
+        if access == Access::Model
+            && let Some((per_day, budget)) = &self.summaries
+        {
+            // Agent ids have no '#': the budget's bucket cannot be another agent's.
+            take(budget, &format!("{agent}#summaries"), service)?.map_err(|wait| {
+                Refusal::Budget {
+                    agent: agent.to_owned(),
+                    per_day: *per_day,
+                    wait_s: wait.as_secs().max(1),
+                }
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Takes one call from the bucket named `key` under `limiter`'s rate: the backend's, shared
+/// by every instance, where it keeps buckets; else this process's.
+fn take(limiter: &RateLimiter, key: &str, service: &Service) -> Result<Allowance, Refusal> {
+    match service.take_call(key, limiter.rate) {
+        Some(shared) => shared.map_err(|e| Refusal::Store(e.to_string())),
+        None => Ok(limiter.take_at(key, Instant::now())),
     }
 }
 

@@ -79,6 +79,10 @@ pub fn router(
         limiter: http
             .calls_per_second
             .map(|rate| RateLimiter::new(rate, http.burst.unwrap_or(rate.ceil() as u32))),
+        summaries: http.summaries_per_day.map(|per_day| {
+            let over_a_day = f64::from(per_day) / 86_400.0;
+            (per_day, RateLimiter::new(over_a_day, per_day))
+        }),
     });
     let server = McpServer::new(service).gated(gate, Arc::clone(&metrics));
     let mut config = StreamableHttpServerConfig::default();

@@ -2,8 +2,9 @@
 //!
 //! Only a key's SHA-256 is kept (in the config file's `[[http.keys]]`); the key itself is
 //! shown once, when `scratchpad-mcp keys add` makes it. A request's identity is the key's,
-//! never the `agent_id` it names: a call for another agent, or a write with a read-only key,
-//! is refused before any storage work. No key, and no hash, ever reaches a log or an error.
+//! never the `agent_id` it names: a call for another agent, a write with a read-only key, or
+//! a summary (which spends the operator's model budget) with a key not allowed summaries, is
+//! refused before any storage work. No key, and no hash, ever reaches a log or an error.
 //! A running server reads its keys again on `SIGHUP` ([`KeyRing`]).
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,23 @@ pub enum Scope {
     ReadWrite,
 }
 
+impl Scope {
+    /// Whether a key of this scope may ask for summaries unless its entry says otherwise:
+    /// a read-write key may, a read-only one may not (it could otherwise spend the
+    /// operator's model budget with nothing but read access).
+    pub fn summaries_by_default(self) -> bool {
+        self == Scope::ReadWrite
+    }
+
+    /// The name the config file and `keys list` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::ReadOnly => "read-only",
+            Scope::ReadWrite => "read-write",
+        }
+    }
+}
+
 /// A key as the config file holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +52,29 @@ pub struct KeyEntry {
     pub agents: Vec<String>,
     /// What it may do.
     pub scope: Scope,
+    /// Whether it may call `summarize_file`; unset: as its scope says
+    /// ([`Scope::summaries_by_default`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summaries: Option<bool>,
+}
+
+impl KeyEntry {
+    /// Whether this key may ask for summaries.
+    pub fn may_summarise(&self) -> bool {
+        self.summaries
+            .unwrap_or_else(|| self.scope.summaries_by_default())
+    }
+}
+
+/// What a call does, as far as a key is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads the agent's data.
+    Read,
+    /// Changes the agent's data.
+    Write,
+    /// Asks the operator's model, which costs money (a summary).
+    Model,
 }
 
 /// Who a request is, by its key.
@@ -45,12 +86,14 @@ pub struct Identity {
     pub agents: Vec<String>,
     /// What it may do.
     pub scope: Scope,
+    /// Whether it may ask for summaries.
+    pub summaries: bool,
 }
 
 impl Identity {
-    /// Whether this identity may call a tool for `agent`, writing or not; the refusal says
+    /// Whether this identity may make a call of kind `access` for `agent`; the refusal says
     /// which rule and names the agents the key is for (never the key).
-    pub fn allows(&self, agent: &str, writes: bool) -> Result<(), String> {
+    pub fn allows(&self, agent: &str, access: Access) -> Result<(), String> {
         if !self.agents.iter().any(|a| a == agent) {
             return Err(format!(
                 "this key (\"{}\") acts for agent {}; it cannot act for agent {agent:?}",
@@ -58,9 +101,15 @@ impl Identity {
                 self.agents.join(", ")
             ));
         }
-        if writes && self.scope == Scope::ReadOnly {
+        if access == Access::Write && self.scope == Scope::ReadOnly {
             return Err(format!(
                 "this key (\"{}\") is read-only; the tool changes data",
+                self.name
+            ));
+        }
+        if access == Access::Model && !self.summaries {
+            return Err(format!(
+                "this key (\"{}\") may not ask for summaries, which spend the operator's model budget; ask for a key made with `keys add --summaries`",
                 self.name
             ));
         }
@@ -91,6 +140,7 @@ impl Keys {
                         name: e.name.clone(),
                         agents: e.agents.clone(),
                         scope: e.scope,
+                        summaries: e.may_summarise(),
                     };
                     (e.sha256.to_ascii_lowercase(), identity)
                 })
@@ -232,10 +282,16 @@ fn name_of(table: &toml_edit::Table) -> Option<&str> {
     table.get("name").and_then(|n| n.as_str())
 }
 
-/// Makes a key for `agents` with `scope`, records its hash under `name` in the config file
-/// at `path` (created if missing, comments kept), and returns the key: the only time it is
-/// shown.
-pub fn add(path: &Path, name: &str, agents: &[String], scope: Scope) -> Result<String, KeysError> {
+/// Makes a key for `agents` with `scope` (and `summaries` if given, else as the scope says),
+/// records its hash under `name` in the config file at `path` (created if missing, comments
+/// kept), and returns the key: the only time it is shown.
+pub fn add(
+    path: &Path,
+    name: &str,
+    agents: &[String],
+    scope: Scope,
+    summaries: Option<bool>,
+) -> Result<String, KeysError> {
     if name.is_empty()
         || !name
             .chars()
@@ -269,10 +325,10 @@ pub fn add(path: &Path, name: &str, agents: &[String], scope: Scope) -> Result<S
     let mut list = toml_edit::Array::new();
     agents.iter().for_each(|a| list.push(a.as_str()));
     table["agents"] = toml_edit::value(list);
-    table["scope"] = toml_edit::value(match scope {
-        Scope::ReadOnly => "read-only",
-        Scope::ReadWrite => "read-write",
-    });
+    table["scope"] = toml_edit::value(scope.as_str());
+    if let Some(summaries) = summaries {
+        table["summaries"] = toml_edit::value(summaries);
+    }
     keys.push(table);
     save(path, &doc)?;
     Ok(key)
@@ -300,23 +356,43 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
         std::fs::write(&path, "# my settings\n[limits]\nmax_files = 5\n").unwrap();
-        let key = add(&path, "ci", &["a".into(), "b".into()], Scope::ReadOnly).unwrap();
+        let key = add(
+            &path,
+            "ci",
+            &["a".into(), "b".into()],
+            Scope::ReadOnly,
+            None,
+        )
+        .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             !text.contains(&key) && text.contains(&hash(&key)) && text.starts_with("# my settings")
         );
-        assert!(add(&path, "ci", &["a".into()], Scope::ReadWrite).is_err());
+        assert_eq!(
+            add(&path, "ci", &["a".into()], Scope::ReadWrite, None)
+                .unwrap_err()
+                .to_string(),
+            "a key named \"ci\" exists; revoke it first or pick another name"
+        );
         let entries: toml::Table = toml::from_str(&text).unwrap();
         let parsed: Vec<KeyEntry> = entries["http"]["keys"].clone().try_into().unwrap();
         let keys = Keys::new(&parsed);
         let who = keys.identify(&key).unwrap();
-        assert_eq!(who.allows("b", false), Ok(()));
+        assert_eq!(who.allows("b", Access::Read), Ok(()));
         assert!(
-            who.allows("c", false)
+            who.allows("c", Access::Read)
                 .unwrap_err()
                 .contains("cannot act for agent \"c\"")
         );
-        assert!(who.allows("a", true).unwrap_err().contains("read-only"));
+        assert!(
+            who.allows("a", Access::Write)
+                .unwrap_err()
+                .contains("read-only")
+        );
+        assert_eq!(
+            who.allows("a", Access::Model).unwrap_err(),
+            "this key (\"ci\") may not ask for summaries, which spend the operator's model budget; ask for a key made with `keys add --summaries`"
+        );
         assert!(keys.identify("sk-scratchpad-nope").is_none());
         let ring = KeyRing::new(Keys::new(&read(&path).unwrap()));
         assert_eq!(ring.identify(&key).map(|who| who.name), Some("ci".into()));
@@ -324,5 +400,37 @@ mod tests {
         assert!(revoke(&path, "ci").is_err());
         ring.replace(Keys::new(&read(&path).unwrap()));
         assert!(ring.is_empty() && ring.identify(&key).is_none());
+    }
+
+    /// Read-write keys may ask for summaries and read-only ones may not, unless the entry
+    /// says otherwise either way.
+    #[test]
+    fn summaries_follow_the_scope_unless_the_key_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let agents = ["a".to_owned()];
+        let cases = [
+            ("rw", Scope::ReadWrite, None, true),
+            ("ro", Scope::ReadOnly, None, false),
+            ("ro-sum", Scope::ReadOnly, Some(true), true),
+            ("rw-no", Scope::ReadWrite, Some(false), false),
+        ];
+        let made: Vec<(String, bool)> = cases
+            .iter()
+            .map(|(name, scope, summaries, may)| {
+                (add(&path, name, &agents, *scope, *summaries).unwrap(), *may)
+            })
+            .collect();
+        let keys = Keys::new(&read(&path).unwrap());
+        for (key, may) in made {
+            let who = keys.identify(&key).unwrap();
+            assert_eq!(who.allows("a", Access::Model).is_ok(), may, "{}", who.name);
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.matches("summaries = ").count(),
+            2,
+            "only where given: {text}"
+        );
     }
 }

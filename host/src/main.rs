@@ -171,8 +171,14 @@ enum KeysAction {
         /// It may only call tools that change nothing
         #[arg(long)]
         read_only: bool,
+        /// It may ask for summaries (which spend the model budget) even though read-only
+        #[arg(long, conflicts_with = "no_summaries")]
+        summaries: bool,
+        /// It may not ask for summaries, though it may write
+        #[arg(long)]
+        no_summaries: bool,
     },
-    /// List the keys: name, scope, agents
+    /// List the keys: name, scope, whether it may ask for summaries, agents
     List,
     /// Remove a key; running servers refuse it once sent SIGHUP (or restarted)
     Revoke {
@@ -325,13 +331,21 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                     name,
                     agents,
                     read_only,
+                    summaries,
+                    no_summaries,
                 } => {
                     let scope = if read_only {
                         keys::Scope::ReadOnly
                     } else {
                         keys::Scope::ReadWrite
                     };
-                    let key = keys::add(file, &name, &agents, scope)?;
+                    // Said only when it differs from what the scope gives.
+                    let summaries = match (summaries, no_summaries) {
+                        (true, _) if !scope.summaries_by_default() => Some(true),
+                        (_, true) if scope.summaries_by_default() => Some(false),
+                        _ => None,
+                    };
+                    let key = keys::add(file, &name, &agents, scope, summaries)?;
                     println!("{key}");
                     eprintln!(
                         "key {name:?} added to {} (only its hash is kept: this is the one time it is shown)",
@@ -340,11 +354,17 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                 }
                 KeysAction::List => {
                     for k in &resolved.settings.http.keys {
-                        let scope = match k.scope {
-                            keys::Scope::ReadOnly => "read-only",
-                            keys::Scope::ReadWrite => "read-write",
+                        let summaries = if k.may_summarise() {
+                            "summaries"
+                        } else {
+                            "no-summaries"
                         };
-                        println!("{}\t{scope}\t{}", k.name, k.agents.join(","));
+                        println!(
+                            "{}\t{}\t{summaries}\t{}",
+                            k.name,
+                            k.scope.as_str(),
+                            k.agents.join(",")
+                        );
                     }
                 }
                 KeysAction::Revoke { name } => {

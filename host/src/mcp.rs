@@ -7,7 +7,7 @@
 
 use crate::bindings::ToolError;
 use crate::gate::{Gate, Metrics};
-use crate::keys::Identity;
+use crate::keys::{Access, Identity};
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
 use crate::tools::{ToolName, agent_of};
@@ -93,6 +93,19 @@ fn identity(context: &RequestContext<RoleServer>) -> Option<Identity> {
         .cloned()
 }
 
+/// What a call of `tool` does, for the key's scope: a tool that reaches the outside world
+/// (a summary) spends the operator's model budget; else it writes or it only reads.
+fn access(tool: ToolName) -> Access {
+    let hints = tool.hints();
+    if hints.open_world {
+        Access::Model
+    } else if hints.read_only {
+        Access::Read
+    } else {
+        Access::Write
+    }
+}
+
 /// [`McpServer::caller`]'s rule: what a keyed server does without an identity.
 fn caller(keyed: bool, found: Option<Identity>) -> Result<Option<Identity>, McpError> {
     match found {
@@ -116,7 +129,7 @@ async fn admit(
     tokio::task::spawn_blocking(move || {
         agents
             .iter()
-            .try_for_each(|agent| gate.check(&caller, agent, false, &service))
+            .try_for_each(|agent| gate.check(&caller, agent, Access::Read, &service))
     })
     .await
     .map_err(|_| McpError::internal_error("the request was abandoned", None))?
@@ -246,7 +259,7 @@ impl ServerHandler for McpServer {
         if let Some(caller) = self.caller(&context)? {
             let (agent, _) = resources::parse(&uri).map_err(resource_error)?;
             caller
-                .allows(agent, false)
+                .allows(agent, Access::Read)
                 .map_err(|m| McpError::invalid_params(m, None))?;
             admit(&self.gate, &service, &caller, vec![agent.to_owned()]).await?;
         }
@@ -282,12 +295,12 @@ impl ServerHandler for McpServer {
         };
         let label = tool.as_str();
         let caller = self.caller(&context)?;
-        let writes = !tool.hints().read_only;
+        let access = access(tool);
         let (service, gate) = (Arc::clone(&self.service), Arc::clone(&self.gate));
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
         let outcome = tokio::task::spawn_blocking(move || {
             if let Some(caller) = &caller {
-                gate.check(caller, agent_of(&args), writes, &service)
+                gate.check(caller, agent_of(&args), access, &service)
                     .map_err(|refusal| (caller.name.clone(), refusal))?;
             }
             Ok(service.call(label, args))
@@ -330,6 +343,7 @@ mod tests {
             name: "k".into(),
             agents: vec!["a".into()],
             scope: Scope::ReadOnly,
+            summaries: false,
         };
         assert_eq!(caller(true, Some(someone.clone())).unwrap(), Some(someone));
         assert_eq!(caller(false, None).unwrap(), None);

@@ -61,6 +61,10 @@ pub struct HttpSettings {
     /// Calls an agent may make at once above that rate.
     #[serde(default)]
     pub burst: Option<u32>,
+    /// `summarize_file` calls each agent may make a day (a bucket refilled over the day,
+    /// cached answers included); none: no budget.
+    #[serde(default)]
+    pub summaries_per_day: Option<u32>,
     /// The API keys, hashed.
     #[serde(default)]
     pub keys: Vec<crate::keys::KeyEntry>,
@@ -69,6 +73,9 @@ pub struct HttpSettings {
 /// The rates an agent may be given: from one call in about 17 minutes (a wait always fits a
 /// `Duration`) to a million a second.
 pub const CALLS_PER_SECOND: std::ops::RangeInclusive<f64> = 0.001..=1_000_000.0;
+
+/// The summary budgets an agent may be given, a day.
+pub const SUMMARIES_PER_DAY: std::ops::RangeInclusive<u32> = 1..=1_000_000;
 
 /// Where hosted mode listens unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
@@ -377,6 +384,19 @@ impl Settings {
                     "http.calls_per_second = {rate} is out of range: it must be {} to {}",
                     CALLS_PER_SECOND.start(),
                     CALLS_PER_SECOND.end()
+                ),
+            });
+        }
+
+        if let Some(per_day) = file.http.summaries_per_day
+            && !SUMMARIES_PER_DAY.contains(&per_day)
+        {
+            return Err(SettingsError::Limit {
+                origin,
+                reason: format!(
+                    "http.summaries_per_day = {per_day} is out of range: it must be {} to {}",
+                    SUMMARIES_PER_DAY.start(),
+                    SUMMARIES_PER_DAY.end()
                 ),
             });
         }

@@ -244,7 +244,7 @@ class Hosted:
 
     `store` is the flags that choose the store (a SQLite file in `tmp_path` unless given);
     `like` is another instance whose config and keys this one shares, as a second instance
-    of one deployment would."""
+    of one deployment would. `env` is what the next `start` adds to the environment."""
 
     KEYS = [("rw", ["--agent", "a"]), ("ro", ["--agent", "a", "--read-only"]), ("b", ["--agent", "b"])]
 
@@ -262,6 +262,7 @@ class Hosted:
         self.db = tmp_path / "s.db"
         self.store = store or ["--db", str(self.db)]
         self.log = open(tmp_path / f"server-{id(self)}.log", "a+")
+        self.env = {}
         self.start()
 
     def cli(self, *args):
@@ -275,7 +276,7 @@ class Hosted:
         self.proc = subprocess.Popen(
             command("--config", self.config, *self.store, "--log", "info", "--log-format", "json",
                     "serve", "--http", f"127.0.0.1:{self.port}"),
-            stdout=subprocess.DEVNULL, stderr=self.log, env=environment())
+            stdout=subprocess.DEVNULL, stderr=self.log, env=environment(**self.env))
 
         def healthy():
             assert self.proc.poll() is None, f"the server exited: {self.log_text()[-2000:]}"

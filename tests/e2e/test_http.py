@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 from conftest import run
-from helpers import Hosted, call, run_cli, wait_until
+from helpers import Hosted, StandIn, call, message_reply, run_cli, wait_until
 from mcp.shared.exceptions import MCPError
 
 
@@ -184,3 +184,41 @@ def test_resource_reads_and_listings_spend_from_the_agents_rate(tmp_path):
         run(go())
     finally:
         h.stop()
+
+
+def test_summaries_need_a_key_allowed_them_and_stay_within_the_agents_budget(tmp_path):
+    """A read-only key cannot spend the operator's model budget; a key allowed summaries can,
+    up to the agent's summaries a day, and is then told how long to wait. No request reaches
+    the model past the budget."""
+    standin = StandIn([], then=message_reply("A summary."))
+    h = Hosted(tmp_path, "[http]\nsummaries_per_day = 2\n")
+    h.stop()
+    status, ro_sum, err = h.cli("keys", "add", "ro-sum", "--agent", "a", "--read-only", "--summaries")
+    assert status == 0, err
+    status, listed, _ = h.cli("keys", "list")
+    assert "ro\tread-only\tno-summaries\ta" in listed and "ro-sum\tread-only\tsummaries\ta" in listed, listed
+    h.env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": standin.url}
+    h.start()
+    long = "".join(f"Paragraph {i}: the plan holds.\n" for i in range(400))
+    try:
+        async def go():
+            async with h.client(h.keys["rw"]) as c:
+                assert (await call(c, "write_file", agent_id="a", path="plan.md", content=long))[0]
+            async with h.client(h.keys["ro"]) as c:
+                ok, e = await call(c, "summarize_file", agent_id="a", path="plan.md")
+                assert (ok, e) == (False, 'this key ("ro") may not ask for summaries, which spend the '
+                                          "operator's model budget; ask for a key made with `keys add --summaries`")
+                assert (await call(c, "read_file", agent_id="a", path="plan.md"))[0]
+            async with h.client(ro_sum) as c:
+                for _ in range(2):
+                    ok, answer = await call(c, "summarize_file", agent_id="a", path="plan.md")
+                    assert ok and answer["summary"] == "A summary.", answer
+                ok, e = await call(c, "summarize_file", agent_id="a", path="plan.md")
+                assert not ok and e.startswith(
+                    'summary budget: agent "a" may ask for 2 summaries a day; the next one in '), e
+
+        run(go())
+    finally:
+        h.stop()
+        standin.close()
+    assert len(standin.requests) == 1, "the second summary came from the cache; the third never asked"

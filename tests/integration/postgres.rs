@@ -9,7 +9,7 @@ use crate::common::{Scratch, TestDatabase};
 use crate::sandbox::HOSTILE;
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::gate::{Gate, RateLimiter, Refusal};
-use scratchpad_mcp::keys::{Identity, Scope};
+use scratchpad_mcp::keys::{Access, Identity, Scope};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use scratchpad_mcp::storage::{Backend, Mode, Postgres, pg_admin};
 use scratchpad_mcp::{CallError, Service};
@@ -227,6 +227,7 @@ fn key_for(agents: &[&str]) -> Identity {
         name: "team".into(),
         agents: agents.iter().map(|a| (*a).to_owned()).collect(),
         scope: Scope::ReadWrite,
+        summaries: true,
     }
 }
 
@@ -239,6 +240,7 @@ fn two_instances_share_each_agents_rate() {
     let gates = [s.service(), &other].map(|service| {
         let gate = Gate {
             limiter: Some(RateLimiter::new(0.001, 5)),
+            summaries: None,
         };
         (gate, service)
     });
@@ -250,7 +252,7 @@ fn two_instances_share_each_agents_rate() {
             scope.spawn(move || {
                 for _ in 0..10 {
                     let (gate, service) = &gates[t % 2];
-                    match gate.check(key, "a", true, service) {
+                    match gate.check(key, "a", Access::Write, service) {
                         Ok(()) => drop(granted.fetch_add(1, std::sync::atomic::Ordering::SeqCst)),
                         Err(refusal) => refusals.lock().unwrap().push(refusal.to_string()),
                     }
@@ -270,14 +272,15 @@ fn two_instances_share_each_agents_rate() {
     }
     // Another agent has a bucket of its own.
     let (gate, service) = &gates[1];
-    assert_eq!(gate.check(&key, "b", false, service), Ok(()));
+    assert_eq!(gate.check(&key, "b", Access::Read, service), Ok(()));
 
     // A bucket refills with the database's clock, whichever instance took from it last.
     let fast = |service| {
         let gate = Gate {
             limiter: Some(RateLimiter::new(20.0, 1)),
+            summaries: None,
         };
-        move |agent| gate.check(&key_for(&["c"]), agent, false, service)
+        move |agent| gate.check(&key_for(&["c"]), agent, Access::Read, service)
     };
     let (first, second) = (fast(s.service()), fast(&other));
     assert_eq!(first("c"), Ok(()));
@@ -291,10 +294,11 @@ fn two_instances_share_each_agents_rate() {
     // What the shared bucket costs a call: one statement.
     let gate = Gate {
         limiter: Some(RateLimiter::new(1e6, 1_000_000)),
+        summaries: None,
     };
     let started = std::time::Instant::now();
     for _ in 0..200 {
-        gate.check(&key, "b", false, &other).unwrap();
+        gate.check(&key, "b", Access::Read, &other).unwrap();
     }
     println!(
         "figure: a rate check on PostgreSQL takes {:?} (mean of 200)",
@@ -510,4 +514,31 @@ fn equal_hits_come_in_a_fixed_order() {
     if let Some(s) = scratch() {
         crate::search::equal_hits_come_in_a_fixed_order(&s);
     }
+}
+
+#[test]
+fn two_instances_share_each_agents_summary_budget() {
+    let Some(s) = scratch() else { return };
+    let other = s.another_instance();
+    let budgeted = |service| {
+        let gate = Gate {
+            limiter: None,
+            summaries: Some((2, RateLimiter::new(2.0 / 86_400.0, 2))),
+        };
+        move |agent, access| gate.check(&key_for(&["a", "b"]), agent, access, service)
+    };
+    let (first, second) = (budgeted(s.service()), budgeted(&other));
+    assert_eq!(first("a", Access::Model), Ok(()));
+    assert_eq!(second("a", Access::Model), Ok(()));
+    match first("a", Access::Model) {
+        Err(Refusal::Budget {
+            per_day: 2, wait_s, ..
+        }) => {
+            assert!((40_000..=43_200).contains(&wait_s), "{wait_s}")
+        }
+        other => panic!("expected the budget's refusal, got {other:?}"),
+    }
+    // Reads and writes do not spend it; another agent's budget is its own.
+    assert_eq!(second("a", Access::Read), Ok(()));
+    assert_eq!(second("b", Access::Model), Ok(()));
 }
