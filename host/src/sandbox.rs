@@ -209,16 +209,26 @@ impl Drop for Sandbox {
 }
 
 /// Compiles the component, or loads it from the cache, refreshing a stale or broken entry.
+/// A cache folder that another user could write is not used at all: what it holds is native
+/// code this process would run.
 fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<Component, SandboxError> {
     let compile = || Component::new(engine, wasm).map_err(|e| SandboxError::Load(e.to_string()));
     let Some(dir) = cache_dir else {
         return compile();
     };
+    if dir.exists()
+        && let Err(why) = trusted(dir)
+    {
+        tracing::warn!(%why, "not using the component cache; compiling at every start");
+        return compile();
+    }
     let file = cache_file(engine, wasm, dir);
-    if file.exists() {
-        match deserialize(engine, &file) {
+    if file.symlink_metadata().is_ok() {
+        let cached =
+            trusted(&file).and_then(|()| deserialize(engine, &file).map_err(|e| e.to_string()));
+        match cached {
             Ok(component) => return Ok(component),
-            Err(e) => tracing::warn!(error = %e, "cached component unusable; recompiling"),
+            Err(why) => tracing::warn!(%why, "cached component unusable; recompiling"),
         }
     }
     let component = compile()?;
@@ -226,6 +236,31 @@ fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<Compon
         tracing::warn!(error = %e, "could not cache the compiled component");
     }
     Ok(component)
+}
+
+/// Whether the cache entry or folder at `path` may be trusted with native code: this user's
+/// own, not a symbolic link, and writable by nobody else (anyone who can write there could
+/// plant code this process would load and run).
+#[cfg(unix)]
+fn trusted(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.file_type().is_symlink() {
+        return Err(format!("{} is a symbolic link", path.display()));
+    }
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(format!("{} belongs to another user", path.display()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!("others may write {}", path.display()));
+    }
+    Ok(())
+}
+
+/// Elsewhere the folder's ACLs are the operator's to set.
+#[cfg(not(unix))]
+fn trusted(_path: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 /// `DIR/component-<hash>.cwasm`: the hash covers the component and everything about the
@@ -263,4 +298,26 @@ fn store_in_cache(component: &Component, file: &Path) -> anyhow::Result<()> {
     crate::private::write(&tmp, bytes)?;
     fs::rename(&tmp, file)?;
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    #[test]
+    fn only_a_private_folder_of_ones_own_holds_trusted_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        crate::private::create_dir_all(&cache).unwrap();
+        assert_eq!(trusted(&cache), Ok(()));
+        let file = cache.join("component.cwasm");
+        crate::private::write(&file, b"code").unwrap();
+        assert_eq!(trusted(&file), Ok(()));
+        let link = dir.path().join("link");
+        symlink(&cache, &link).unwrap();
+        assert!(trusted(&link).unwrap_err().ends_with("is a symbolic link"));
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(trusted(&file).unwrap_err().starts_with("others may write"));
+    }
 }

@@ -2,6 +2,7 @@
 //! call committed. Each misbehaviour fails its own call cleanly; the next call works.
 
 use crate::common::Scratch;
+use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -219,4 +220,71 @@ fn a_thousand_traps_in_a_row_leave_the_server_whole() {
         "memory grew from {before} to {after} KiB"
     );
     still_serving(&s);
+}
+
+/// A service on a fresh store whose compiled-component cache is `cache`.
+fn service_with_cache(
+    dir: &std::path::Path,
+    cache: &std::path::Path,
+    wasm: &[u8],
+) -> scratchpad_mcp::Service {
+    let settings = scratchpad_mcp::Settings {
+        db: dir.join("store.db"),
+        database: None,
+        cache_dir: Some(cache.to_owned()),
+        limits: scratchpad_mcp::bindings::NO_OVERRIDES,
+        http: Default::default(),
+        anthropic: scratchpad_mcp::summariser::AnthropicConfig {
+            api_key: None,
+            base_url: "http://127.0.0.1:9".into(),
+            model: scratchpad_mcp::summariser::DEFAULT_MODEL.into(),
+        },
+    };
+    scratchpad_mcp::Service::open_with_component(&settings, wasm).unwrap()
+}
+
+/// Plants the hostile guest's compiled code under the name the real guest's cache entry has
+/// in `cache`, as someone able to write that folder could.
+fn plant_hostile_code(scratch: &std::path::Path, cache: &std::path::Path) {
+    let hostile_cache = scratch.join("hostile-cache");
+    drop(service_with_cache(scratch, &hostile_cache, HOSTILE));
+    let compiled = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+            .expect("a compiled component in the cache")
+    };
+    std::fs::copy(compiled(&hostile_cache), compiled(cache)).unwrap();
+}
+
+/// The cache holds native code the server runs: from a folder others may write, it is not
+/// loaded (the component is compiled instead); from the user's own private folder it is,
+/// which is why the planted code runs there (the test's control).
+#[test]
+fn a_cache_others_can_write_is_not_trusted_with_native_code() {
+    use std::os::unix::fs::PermissionsExt;
+    let write_as = |service: &scratchpad_mcp::Service| {
+        let args = json!({ "agent_id": "panic", "path": "f", "content": "x" });
+        service.call("write_file", args.as_object().unwrap().clone())
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("cache");
+    drop(service_with_cache(scratch.path(), &cache, GUEST_COMPONENT));
+    plant_hostile_code(scratch.path(), &cache);
+    let mode = |dir: &std::path::Path| std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&cache), 0o700, "the server makes its cache private");
+
+    let own = service_with_cache(scratch.path(), &cache, GUEST_COMPONENT);
+    let planted = write_as(&own).unwrap_err().to_string();
+    assert!(planted.starts_with("the tool logic failed ("), "{planted}");
+    drop(own);
+
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let shared = service_with_cache(scratch.path(), &cache, GUEST_COMPONENT);
+    assert_eq!(
+        write_as(&shared).unwrap()["version"],
+        1,
+        "the real guest ran"
+    );
 }
