@@ -318,6 +318,7 @@ fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
 #[allow(clippy::print_stdout)]
 fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
     let db = &resolved.settings.db;
+    let limits = &resolved.settings.limits;
     match command {
         Command::Serve { http: None } => return serve(resolved),
         Command::Serve { http: Some(addr) } => return serve_http(resolved, &addr),
@@ -482,11 +483,23 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
             replace,
         } => {
             let (agent, tally) = if file.as_os_str() == "-" {
-                ops::import(db, &mut io::stdin().lock(), as_agent.as_deref(), replace)?
+                ops::import(
+                    db,
+                    &mut io::stdin().lock(),
+                    as_agent.as_deref(),
+                    replace,
+                    limits,
+                )?
             } else {
                 let input = std::fs::File::open(&file)
                     .with_context(|| format!("cannot read {}", file.display()))?;
-                ops::import(db, &mut BufReader::new(input), as_agent.as_deref(), replace)?
+                ops::import(
+                    db,
+                    &mut BufReader::new(input),
+                    as_agent.as_deref(),
+                    replace,
+                    limits,
+                )?
             };
             eprintln!(
                 "imported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",

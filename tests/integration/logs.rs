@@ -1,6 +1,7 @@
 //! Append-only logs through the whole host: ids, pages, cursors, JSON values, limits.
 
 use crate::common::Scratch;
+use scratchpad_mcp::bindings::NO_OVERRIDES;
 use serde_json::{Value, json};
 
 fn append(s: &Scratch, entry: Value) -> Result<Value, String> {
@@ -220,7 +221,7 @@ fn forgetting_keeps_counters_exact_ids_fresh_and_the_store_sound() {
     );
     let copy = tempfile::tempdir().unwrap();
     let db = copy.path().join("copy.db");
-    scratchpad_mcp::ops::import(&db, &mut exported.as_slice(), None, false).unwrap();
+    scratchpad_mcp::ops::import(&db, &mut exported.as_slice(), None, false, &NO_OVERRIDES).unwrap();
     let mut again = Vec::new();
     scratchpad_mcp::ops::export(&db, "a", &mut again).unwrap();
     assert_eq!(again, exported);

@@ -111,7 +111,8 @@ fn export_import_export_gives_the_same_bytes() {
 
     let other = tempfile::tempdir().unwrap();
     let db = other.path().join("copy.db");
-    let (agent, tally) = ops::import(&db, &mut first.as_slice(), None, false).unwrap();
+    let (agent, tally) =
+        ops::import(&db, &mut first.as_slice(), None, false, &NO_OVERRIDES).unwrap();
     assert_eq!(agent, "a");
     assert_eq!(
         (
@@ -156,7 +157,14 @@ fn import_refuses_to_overwrite_unless_asked_and_refuses_broken_files_whole() {
     let exported = export(&s.db(), "a");
     let usage_before = s.usage("b");
 
-    let e = ops::import(&s.db(), &mut exported.as_slice(), None, false).unwrap_err();
+    let e = ops::import(
+        &s.db(),
+        &mut exported.as_slice(),
+        None,
+        false,
+        &NO_OVERRIDES,
+    )
+    .unwrap_err();
     assert!(
         e.to_string()
             .contains("agent \"a\" already has data in this store; pass --replace"),
@@ -164,10 +172,17 @@ fn import_refuses_to_overwrite_unless_asked_and_refuses_broken_files_whole() {
     );
 
     // Under another name it lands beside the original; with --replace it replaces.
-    let (agent, _) = ops::import(&s.db(), &mut exported.as_slice(), Some("a2"), false).unwrap();
+    let (agent, _) = ops::import(
+        &s.db(),
+        &mut exported.as_slice(),
+        Some("a2"),
+        false,
+        &NO_OVERRIDES,
+    )
+    .unwrap();
     assert_eq!(agent, "a2");
     s.write("a", "extra.md", "written after the export");
-    ops::import(&s.db(), &mut exported.as_slice(), None, true).unwrap();
+    ops::import(&s.db(), &mut exported.as_slice(), None, true, &NO_OVERRIDES).unwrap();
     assert_eq!(export(&s.db(), "a"), exported);
     assert!(admin::verify(&s.db()).unwrap().ok());
 
@@ -188,7 +203,7 @@ fn import_refuses_to_overwrite_unless_asked_and_refuses_broken_files_whole() {
     ] {
         let fresh = tempfile::tempdir().unwrap();
         let db = fresh.path().join("s.db");
-        let e = ops::import(&db, &mut bad.as_bytes(), None, false).unwrap_err();
+        let e = ops::import(&db, &mut bad.as_bytes(), None, false, &NO_OVERRIDES).unwrap_err();
         assert!(matches!(e, OpsError::Import(_)), "{name}: {e}");
         assert!(e.to_string().starts_with("line "), "{name}: {e}");
         assert_eq!(
@@ -294,4 +309,129 @@ fn snapshot_and_restore_keep_their_promises() {
     drop(conn);
     let e = ops::restore(&s.db(), &dir).unwrap_err();
     assert!(e.to_string().contains("the manifest says"), "{e}");
+}
+
+/// An export edited by hand cannot put in what no tool call could: each rule of the tools
+/// (agent id and path syntax, one write's size, one entry's size, versions kept, quotas,
+/// under the operator's limits) is checked on import, named in the refusal, and nothing lands.
+#[test]
+fn an_import_is_held_to_the_tools_rules() {
+    let header = |agent: &str| {
+        format!(
+            r#"{{"type":"header","format":"scratchpad-export","format_version":1,"agent_id":"{agent}"}}"#
+        )
+    };
+    let file = |path: &str, last: u64| {
+        format!(
+            r#"{{"type":"file","path":"{path}","last_version":{last},"updated_at":"2026-12-01T00:00:00.000Z"}}"#
+        )
+    };
+    let version = |path: &str, v: u64, content: &str| {
+        format!(
+            r#"{{"type":"version","path":"{path}","version":{v},"content":"{content}","created_at":"2026-12-01T00:00:00.000Z"}}"#
+        )
+    };
+    let end = |files: u64, versions: u64| {
+        format!(
+            r#"{{"type":"end","files":{files},"versions":{versions},"summaries":0,"log_entries":0,"logs":0,"total_operations":1}}"#
+        )
+    };
+    let tight = LimitOverrides {
+        max_write_bytes: Some(10),
+        versions_kept: Some(2),
+        max_files: Some(1),
+        ..NO_OVERRIDES
+    };
+    let eleven = "x".repeat(11);
+    let cases = [
+        (
+            "bad agent",
+            [
+                header("no spaces"),
+                file("f", 1),
+                version("f", 1, "x"),
+                end(1, 1),
+            ]
+            .join("\n"),
+            "line 1: agent_id may contain only",
+        ),
+        (
+            "bad path",
+            [
+                header("a"),
+                file("../x", 1),
+                version("../x", 1, "x"),
+                end(1, 1),
+            ]
+            .join("\n"),
+            "line 2: path must not contain '..' (got \"../x\")",
+        ),
+        (
+            "too big",
+            [
+                header("a"),
+                file("f", 1),
+                version("f", 1, &eleven),
+                end(1, 1),
+            ]
+            .join("\n"),
+            "line 3: version 1 of \"f\" is 11 bytes; the limit for one write is 10 bytes",
+        ),
+        (
+            "too many versions",
+            [
+                header("a"),
+                file("f", 3),
+                version("f", 1, "a"),
+                version("f", 2, "b"),
+                version("f", 3, "c"),
+                end(1, 3),
+            ]
+            .join("\n"),
+            "line 5: \"f\" has more than 2 versions; 2 are kept",
+        ),
+        (
+            "too many files",
+            [
+                header("a"),
+                file("f", 1),
+                version("f", 1, "a"),
+                file("g", 1),
+                version("g", 1, "b"),
+                end(2, 2),
+            ]
+            .join("\n"),
+            "line 4: more than 1 files; the agent's quota is 1 files",
+        ),
+    ];
+    for (name, export, says) in cases {
+        let fresh = tempfile::tempdir().unwrap();
+        let db = fresh.path().join("s.db");
+        let e = ops::import(&db, &mut export.as_bytes(), None, false, &tight).unwrap_err();
+        assert!(e.to_string().starts_with(says), "{name}: {e}");
+        assert_eq!(
+            admin::stats(&db).unwrap(),
+            vec![],
+            "{name} left data behind"
+        );
+    }
+    // Within the limits, the same shape lands.
+    let fresh = tempfile::tempdir().unwrap();
+    let ok = [
+        header("a"),
+        file("f", 2),
+        version("f", 1, "a"),
+        version("f", 2, "b"),
+        end(1, 2),
+    ]
+    .join("\n");
+    let (agent, tally) = ops::import(
+        &fresh.path().join("s.db"),
+        &mut ok.as_bytes(),
+        None,
+        false,
+        &tight,
+    )
+    .unwrap();
+    assert_eq!((agent.as_str(), tally.versions), ("a", 2));
 }

@@ -173,10 +173,11 @@ impl Sqlite {
         input: &mut dyn std::io::BufRead,
         as_agent: Option<&str>,
         replace: bool,
+        quotas: scratchpad_guest::Quotas,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(String, Tally), ImportError> {
         let mut conn = self.take()?;
-        let result = transfer::import(&mut conn, input, as_agent, replace, progress);
+        let result = transfer::import(&mut conn, input, as_agent, replace, quotas, progress);
         give_back(&self.pool, conn);
         result
     }

@@ -7,15 +7,21 @@
 //! spelling survive. The last line carries the counts, so a truncated file is refused.
 //! Exporting, importing into an empty store and exporting again gives the same bytes.
 //!
-//! An import is one write transaction: it lands whole or not at all. Usage counters are then
-//! set from the imported rows with the same query `verify` checks them with, and the
-//! agent's search index is built from them (it is derived data, so it is not exported).
+//! An import is one write transaction: it lands whole or not at all. It is held to the same
+//! rules as the tools, taken from the guest crate (the agent id and path syntax, the size of
+//! one write and one log entry, the versions kept, the agent's quotas, all under the
+//! operator's limits), so an export edited by hand cannot put in what no call could. Usage
+//! counters are then set from the imported rows with the same query `verify` checks them
+//! with, and the agent's search index is built from them (it is derived data, so it is not
+//! exported).
 
 use super::{index, logs};
 use super::{map_err, to_i64, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::COUNTED;
 use rusqlite::{Connection, OptionalExtension, params};
+use scratchpad_guest::Quotas;
+use scratchpad_guest::names::{AgentId, FilePath};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 
@@ -327,10 +333,23 @@ pub fn export(
     Ok(tally)
 }
 
+/// A rule's refusal in the guest's own words.
+fn rule(refusal: scratchpad_guest::ToolError) -> String {
+    match refusal {
+        scratchpad_guest::ToolError::InvalidArgument(m) => m,
+        other => format!("{other:?}"),
+    }
+}
+
 /// Where an import has got to: the file being filled, and the numbers seen so far.
 struct Importer<'a> {
     tx: &'a rusqlite::Transaction<'a>,
     agent: String,
+    /// The agent's quotas and size limits, under the operator's limits.
+    quotas: Quotas,
+    /// Versions of the current file so far, and bytes stored in all so far.
+    kept: u32,
+    bytes: u64,
     /// (id, path, last version, newest version seen, its bytes) of the current `file`.
     file: Option<(i64, String, u64, u64, u64)>,
     tally: Tally,
@@ -365,6 +384,14 @@ impl Importer<'_> {
                 updated_at,
             } => {
                 self.close_file().map_err(|e| e.to_string())?;
+                FilePath::parse(&path).map_err(rule)?;
+                if self.tally.files >= self.quotas.max_files {
+                    return Err(format!(
+                        "more than {} files; the agent's quota is {} files",
+                        self.quotas.max_files, self.quotas.max_files
+                    ));
+                }
+                self.kept = 0;
                 if last_version == 0 {
                     return Err(format!("file {path:?} has last_version 0"));
                 }
@@ -396,6 +423,21 @@ impl Importer<'_> {
                 content,
                 created_at,
             } => {
+                if content.len() as u64 > self.quotas.max_write_bytes {
+                    return Err(format!(
+                        "version {version} of {path:?} is {} bytes; the limit for one write is {} bytes",
+                        content.len(),
+                        self.quotas.max_write_bytes
+                    ));
+                }
+                self.kept += 1;
+                if self.kept > self.quotas.versions_kept {
+                    return Err(format!(
+                        "{path:?} has more than {} versions; {} are kept",
+                        self.quotas.versions_kept, self.quotas.versions_kept
+                    ));
+                }
+                self.spend(content.len() as u64)?;
                 let Some((id, file, last, newest, bytes)) = self.file.as_mut() else {
                     return Err(format!("version of {path:?} before any file line"));
                 };
@@ -464,6 +506,7 @@ impl Importer<'_> {
                 max_age_seconds,
             } => {
                 self.close_file().map_err(|e| e.to_string())?;
+                FilePath::parse(&path).map_err(rule)?;
                 let number = |v: Option<u64>| v.map(to_i64).transpose().map_err(|e| e.to_string());
                 self.tx
                     .execute(
@@ -524,6 +567,21 @@ impl Importer<'_> {
                 if id == 0 {
                     return Err(format!("log entry {path:?} has id 0"));
                 }
+                FilePath::parse(&path).map_err(rule)?;
+                if body.len() as u64 > self.quotas.max_log_entry_bytes {
+                    return Err(format!(
+                        "log entry {path:?} #{id} is {} bytes; the limit for one entry is {} bytes",
+                        body.len(),
+                        self.quotas.max_log_entry_bytes
+                    ));
+                }
+                if self.tally.log_entries >= self.quotas.max_log_entries {
+                    return Err(format!(
+                        "more than {} log entries; the agent's quota is {} log entries",
+                        self.quotas.max_log_entries, self.quotas.max_log_entries
+                    ));
+                }
+                self.spend(body.len() as u64)?;
                 self.tx
                     .execute(
                         "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at)
@@ -539,13 +597,29 @@ impl Importer<'_> {
     }
 }
 
+impl Importer<'_> {
+    /// Counts `bytes` more stored, within the agent's byte quota.
+    fn spend(&mut self, bytes: u64) -> Result<(), String> {
+        self.bytes += bytes;
+        if self.bytes > self.quotas.max_total_bytes {
+            return Err(format!(
+                "the agent would store more than {} bytes, its quota",
+                self.quotas.max_total_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Reads an export from `input` into the store, as agent `as_agent` if given, replacing the
-/// agent's data only if `replace`. One transaction: all or nothing.
+/// agent's data only if `replace`, held to `quotas` and the tools' rules. One transaction:
+/// all or nothing.
 pub fn import(
     conn: &mut Connection,
     input: &mut dyn BufRead,
     as_agent: Option<&str>,
     replace: bool,
+    quotas: Quotas,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(String, Tally), ImportError> {
     let malformed = |line: u64, reason: String| ImportError::Malformed { line, reason };
@@ -567,7 +641,9 @@ pub fn import(
                     format!("format version {format_version}; this build reads {FORMAT_VERSION}"),
                 ));
             }
-            as_agent.map_or(agent_id, str::to_owned)
+            let agent = as_agent.map_or(agent_id, str::to_owned);
+            AgentId::parse(&agent).map_err(|e| malformed(1, rule(e)))?;
+            agent
         }
         _ => {
             return Err(malformed(
@@ -608,6 +684,9 @@ pub fn import(
     let mut importer = Importer {
         tx: &tx,
         agent: agent.clone(),
+        quotas,
+        kept: 0,
+        bytes: 0,
         file: None,
         tally: Tally::default(),
         last_entry: None,
