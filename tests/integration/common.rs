@@ -74,6 +74,11 @@ impl TestDatabase {
         DatabaseUrl::parse(&format!("{url}{joiner}{params}")).unwrap()
     }
 
+    /// Runs `sql` on the server as the admin role, with `{db}` standing for this database.
+    pub fn admin(&self, sql: &str) {
+        Self::admin_sql(&self.admin, &sql.replace("{db}", &self.name));
+    }
+
     /// A connection to the test's database, to look at what the server stored.
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(&Self::url_of(&self.admin, &self.name), postgres::NoTls)

@@ -378,6 +378,41 @@ fn an_unreachable_database_is_named_without_its_password() {
     assert!(!e.contains("s3cret"), "{e}");
 }
 
+/// A connection refused mid-service (here: the database takes no more connections) tells
+/// the operator's log why, in the driver's words, and the caller only that the database
+/// cannot be reached: no user, database name or server message.
+#[test]
+fn a_caller_never_reads_the_drivers_words() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "before");
+    let database = s.database.as_ref().unwrap();
+    database.admin("ALTER DATABASE {db} CONNECTION LIMIT 0");
+    database.admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{db}' AND pid <> pg_backend_pid()",
+    );
+    // The pooled connection is gone; the next calls need new ones, which are refused.
+    let errors: Vec<String> = (0..3)
+        .map(|_| s.err("read_file", json!({ "agent_id": "a", "path": "f" })))
+        .collect();
+    database.admin("ALTER DATABASE {db} CONNECTION LIMIT -1");
+    assert!(
+        errors.iter().any(|e| e
+            == "storage failed (the database cannot be reached (the server's log says why)); nothing was changed"),
+        "{errors:?}"
+    );
+    for e in &errors {
+        for driver in [
+            "FATAL",
+            "too many connections",
+            "db error",
+            "sp_test_",
+            "scratchpad_test",
+        ] {
+            assert!(!e.contains(driver), "{e}");
+        }
+    }
+}
+
 #[test]
 fn a_writer_held_off_past_the_deadline_gets_busy_and_other_agents_do_not_wait() {
     let Some(s) = scratch() else { return };

@@ -171,6 +171,10 @@ pub enum StoreError {
         /// What went wrong.
         reason: String,
     },
+    /// A database server could not be reached; the driver's words (which may name a user or
+    /// a database) are for the operator, never for a caller.
+    #[error("cannot connect to PostgreSQL: {0}")]
+    Unreachable(String),
     /// The database file is damaged: SQLite cannot read it as a database.
     #[error("the store's file is damaged: SQLite cannot read it as a database")]
     Damaged,
@@ -197,6 +201,9 @@ impl StoreError {
             StoreError::Refused(m) => StorageError::Refused(m.clone()),
             StoreError::Open { .. } => StorageError::Other("the store cannot be opened".into()),
             StoreError::Damaged => StorageError::Other("the store's file is damaged".into()),
+            StoreError::Unreachable(_) => StorageError::Other(
+                "the database cannot be reached (the server's log says why)".into(),
+            ),
             StoreError::Database(m) => StorageError::Other(m.clone()),
         }
     }

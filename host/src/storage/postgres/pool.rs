@@ -79,8 +79,9 @@ impl Pool {
             Connector::Tls(tls) => self.config.connect(tls.clone()),
         }
         .map_err(|e| {
-            // The driver's words (refused, timed out, a certificate it cannot trust) name
-            // no host, user or password.
+            // The driver's words (refused, timed out, a certificate it cannot trust, a
+            // password refused for a user) are the operator's: a caller reads only that
+            // the database cannot be reached (see `StoreError::to_wit`).
             let mut reason = e.to_string();
             let mut source = std::error::Error::source(&e);
             while let Some(cause) = source {
@@ -88,7 +89,7 @@ impl Pool {
                 source = cause.source();
             }
             tracing::error!(error = %reason, "cannot connect to PostgreSQL");
-            StoreError::Database(format!("cannot connect to PostgreSQL: {reason}"))
+            StoreError::Unreachable(reason)
         })?;
         // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang.
         client
