@@ -77,6 +77,23 @@ pub const CALLS_PER_SECOND: std::ops::RangeInclusive<f64> = 0.001..=1_000_000.0;
 /// The summary budgets an agent may be given, a day.
 pub const SUMMARIES_PER_DAY: std::ops::RangeInclusive<u32> = 1..=1_000_000;
 
+/// `value` of the setting `name` if it lies in `range`, else the sentence that says so.
+fn within<T: PartialOrd + fmt::Display>(
+    name: &str,
+    value: T,
+    range: &std::ops::RangeInclusive<T>,
+) -> Result<(), String> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name} = {value} is out of range: it must be {} to {}",
+            range.start(),
+            range.end()
+        ))
+    }
+}
+
 /// Where hosted mode listens unless told otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8765";
 
@@ -375,30 +392,15 @@ impl Settings {
         note("summariser.base_url", toml_str(&base_url.0), base_url.1);
         let api_key = env("ANTHROPIC_API_KEY");
 
-        if let Some(rate) = file.http.calls_per_second
-            && !CALLS_PER_SECOND.contains(&rate)
-        {
-            return Err(SettingsError::Limit {
-                origin,
-                reason: format!(
-                    "http.calls_per_second = {rate} is out of range: it must be {} to {}",
-                    CALLS_PER_SECOND.start(),
-                    CALLS_PER_SECOND.end()
-                ),
-            });
+        let out_of_range = |reason| SettingsError::Limit {
+            origin: origin.clone(),
+            reason,
+        };
+        if let Some(rate) = file.http.calls_per_second {
+            within("http.calls_per_second", rate, &CALLS_PER_SECOND).map_err(out_of_range)?;
         }
-
-        if let Some(per_day) = file.http.summaries_per_day
-            && !SUMMARIES_PER_DAY.contains(&per_day)
-        {
-            return Err(SettingsError::Limit {
-                origin,
-                reason: format!(
-                    "http.summaries_per_day = {per_day} is out of range: it must be {} to {}",
-                    SUMMARIES_PER_DAY.start(),
-                    SUMMARIES_PER_DAY.end()
-                ),
-            });
+        if let Some(per_day) = file.http.summaries_per_day {
+            within("http.summaries_per_day", per_day, &SUMMARIES_PER_DAY).map_err(out_of_range)?;
         }
 
         let u32_of = |name| values.get(name).map(|&v| v as u32);
@@ -621,6 +623,20 @@ mod tests {
         }
         for rate in ["0.001", "5.0", "1000000.0"] {
             assert!(resolve(Some(&format!("[http]\ncalls_per_second = {rate}\n")), &[]).is_ok());
+        }
+        for per_day in [0, 1_000_001] {
+            let e = resolve(
+                Some(&format!("[http]\nsummaries_per_day = {per_day}\n")),
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.ends_with(&format!(
+                    "http.summaries_per_day = {per_day} is out of range: it must be 1 to 1000000"
+                )),
+                "{e}"
+            );
         }
         let e = resolve(Some("[limits]\nmax_flies = 3\n"), &[]).unwrap_err();
         assert!(e.to_string().contains("unknown limit \"max_flies\""), "{e}");
