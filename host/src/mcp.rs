@@ -6,7 +6,7 @@
 //! `isError: true`; only an unknown tool is a protocol error.
 
 use crate::bindings::ToolError;
-use crate::gate::{Gate, Metrics};
+use crate::gate::{Gate, Metrics, Refusal};
 use crate::keys::{Access, Identity};
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
@@ -118,7 +118,8 @@ fn caller(keyed: bool, found: Option<Identity>) -> Result<Option<Identity>, McpE
 }
 
 /// Runs the gate's checks for each of `agents` (reading) as `caller`, on the blocking pool
-/// like the work it guards; a refusal is the caller's to read.
+/// like the work it guards; a refusal is the caller's to read: a key that does not cover the
+/// agent is a bad parameter, a spent rate an invalid request now.
 async fn admit(
     gate: &Arc<Gate>,
     service: &Arc<Service>,
@@ -133,7 +134,10 @@ async fn admit(
     })
     .await
     .map_err(|_| McpError::internal_error("the request was abandoned", None))?
-    .map_err(|refusal| McpError::invalid_request(refusal.to_string(), None))
+    .map_err(|refusal| match refusal {
+        Refusal::Key(m) => McpError::invalid_params(m, None),
+        other => McpError::invalid_request(other.to_string(), None),
+    })
 }
 
 /// Runs resource work on the blocking pool, as tool calls run.
@@ -258,9 +262,6 @@ impl ServerHandler for McpServer {
         let uri = request.uri;
         if let Some(caller) = self.caller(&context)? {
             let (agent, _) = resources::parse(&uri).map_err(resource_error)?;
-            caller
-                .allows(agent, Access::Read)
-                .map_err(|m| McpError::invalid_params(m, None))?;
             admit(&self.gate, &service, &caller, vec![agent.to_owned()]).await?;
         }
         let read_uri = uri.clone();
