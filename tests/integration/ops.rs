@@ -375,7 +375,7 @@ fn an_import_is_held_to_the_tools_rules() {
                 end(1, 1),
             ]
             .join("\n"),
-            "line 3: version 1 of \"f\" is 11 bytes; the limit for one write is 10 bytes",
+            "line 3: version 1 of \"f\": content is 11 bytes; the limit for one write is 10 bytes",
         ),
         (
             "too many versions",

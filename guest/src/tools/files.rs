@@ -29,8 +29,8 @@ pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResu
     store(s, &q, &agent, &path, state, r.content)
 }
 
-/// Refuses content over the agent's write limit.
-fn check_size(q: &Quotas, content: &str) -> Result<(), ToolError> {
+/// Refuses content over the agent's write limit (the tools' rule, and `import`'s).
+pub fn check_size(q: &Quotas, content: &str) -> Result<(), ToolError> {
     let limit = q.max_write_bytes;
     let bytes = content.len() as u64;
     if bytes > limit {

@@ -1,7 +1,6 @@
 //! Append-only logs, read back a page at a time with a cursor.
 
 use crate::LogValue;
-use crate::ToolError;
 use crate::api::{
     AppendLogRequest, AppendLogResult, ForgetLogRequest, ForgetLogResult, LogPage, ReadLogRequest,
 };
@@ -11,6 +10,7 @@ use crate::diff::encoded_len;
 use crate::limits::quotas;
 use crate::names::{AgentId, FilePath};
 use crate::ports::Storage;
+use crate::{Quotas, ToolError};
 
 /// The size an entry counts for: a string's UTF-8 bytes, any other value's compact JSON.
 pub fn entry_bytes(entry: &LogValue) -> u64 {
@@ -19,18 +19,24 @@ pub fn entry_bytes(entry: &LogValue) -> u64 {
     }
 }
 
-/// Appends one entry; entries are never changed afterwards.
-pub fn append_log(s: &impl Storage, r: AppendLogRequest) -> Result<AppendLogResult, ToolError> {
-    let agent = AgentId::parse(&r.agent_id)?;
-    let path = FilePath::parse(&r.path)?;
-    let q = quotas(&s.limits(&agent));
-    let bytes = entry_bytes(&r.entry);
+/// Refuses an entry of `bytes` over the agent's entry limit (the tools' rule, and `import`'s).
+pub fn check_entry_size(q: &Quotas, bytes: u64) -> Result<(), ToolError> {
     if bytes > q.max_log_entry_bytes {
         return Err(ToolError::InvalidArgument(format!(
             "log entry is {bytes} bytes; the limit for one entry is {} bytes",
             q.max_log_entry_bytes
         )));
     }
+    Ok(())
+}
+
+/// Appends one entry; entries are never changed afterwards.
+pub fn append_log(s: &impl Storage, r: AppendLogRequest) -> Result<AppendLogResult, ToolError> {
+    let agent = AgentId::parse(&r.agent_id)?;
+    let path = FilePath::parse(&r.path)?;
+    let q = quotas(&s.limits(&agent));
+    let bytes = entry_bytes(&r.entry);
+    check_entry_size(&q, bytes)?;
     let usage = s.get_usage(&agent)?;
     if usage.log_entry_count >= q.max_log_entries {
         return Err(ToolError::QuotaExceeded(format!(

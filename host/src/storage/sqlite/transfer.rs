@@ -22,6 +22,7 @@ use crate::storage::check::COUNTED;
 use rusqlite::{Connection, OptionalExtension, params};
 use scratchpad_guest::Quotas;
 use scratchpad_guest::names::{AgentId, FilePath};
+use scratchpad_guest::tools::{check_entry_size, check_size};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 
@@ -333,11 +334,13 @@ pub fn export(
     Ok(tally)
 }
 
-/// A rule's refusal in the guest's own words.
+/// A rule's refusal in the guest's own words. (The parsers and size checks import uses
+/// only refuse arguments; the other kinds carry no words of a rule.)
 fn rule(refusal: scratchpad_guest::ToolError) -> String {
+    use scratchpad_guest::ToolError::{Conflict, InvalidArgument, NotFound, QuotaExceeded};
     match refusal {
-        scratchpad_guest::ToolError::InvalidArgument(m) => m,
-        other => format!("{other:?}"),
+        InvalidArgument(m) | NotFound(m) | QuotaExceeded(m) | Conflict(m) => m,
+        _ => "a rule of the tools refuses it".into(),
     }
 }
 
@@ -359,6 +362,18 @@ struct Importer<'a> {
 }
 
 impl Importer<'_> {
+    /// Counts `bytes` more stored, within the agent's byte quota.
+    fn spend(&mut self, bytes: u64) -> Result<(), String> {
+        self.bytes += bytes;
+        if self.bytes > self.quotas.max_total_bytes {
+            return Err(format!(
+                "the agent would store more than {} bytes, its quota",
+                self.quotas.max_total_bytes
+            ));
+        }
+        Ok(())
+    }
+
     /// Ends the current file: its current version is its newest kept one.
     fn close_file(&mut self) -> Result<(), StoreError> {
         if let Some((id, _, _, newest, bytes)) = self.file.take()
@@ -423,13 +438,8 @@ impl Importer<'_> {
                 content,
                 created_at,
             } => {
-                if content.len() as u64 > self.quotas.max_write_bytes {
-                    return Err(format!(
-                        "version {version} of {path:?} is {} bytes; the limit for one write is {} bytes",
-                        content.len(),
-                        self.quotas.max_write_bytes
-                    ));
-                }
+                check_size(&self.quotas, &content)
+                    .map_err(|e| format!("version {version} of {path:?}: {}", rule(e)))?;
                 self.kept += 1;
                 if self.kept > self.quotas.versions_kept {
                     return Err(format!(
@@ -568,13 +578,8 @@ impl Importer<'_> {
                     return Err(format!("log entry {path:?} has id 0"));
                 }
                 FilePath::parse(&path).map_err(rule)?;
-                if body.len() as u64 > self.quotas.max_log_entry_bytes {
-                    return Err(format!(
-                        "log entry {path:?} #{id} is {} bytes; the limit for one entry is {} bytes",
-                        body.len(),
-                        self.quotas.max_log_entry_bytes
-                    ));
-                }
+                check_entry_size(&self.quotas, body.len() as u64)
+                    .map_err(|e| format!("{path:?} #{id}: {}", rule(e)))?;
                 if self.tally.log_entries >= self.quotas.max_log_entries {
                     return Err(format!(
                         "more than {} log entries; the agent's quota is {} log entries",
@@ -592,20 +597,6 @@ impl Importer<'_> {
                 self.last_entry = Some((path, id));
                 self.tally.log_entries += 1;
             }
-        }
-        Ok(())
-    }
-}
-
-impl Importer<'_> {
-    /// Counts `bytes` more stored, within the agent's byte quota.
-    fn spend(&mut self, bytes: u64) -> Result<(), String> {
-        self.bytes += bytes;
-        if self.bytes > self.quotas.max_total_bytes {
-            return Err(format!(
-                "the agent would store more than {} bytes, its quota",
-                self.quotas.max_total_bytes
-            ));
         }
         Ok(())
     }
