@@ -49,23 +49,21 @@ impl Mode {
 
 /// A summary written during a read call, stored after it: a read never waits for a writer
 /// while the model thinks.
-struct PendingSummary {
-    agent: String,
-    path: String,
-    version: u64,
-    model: String,
-    summary: String,
-}
+use scratchpad_store::rows::Summary as PendingSummary;
 
-impl PendingSummary {
-    fn new(agent: &str, path: &str, version: u64, model: &str, summary: &str) -> Self {
-        Self {
-            agent: agent.into(),
-            path: path.into(),
-            version,
-            model: model.into(),
-            summary: summary.into(),
-        }
+fn pending_summary(
+    agent: &str,
+    path: &str,
+    version: u64,
+    model: &str,
+    summary: &str,
+) -> PendingSummary {
+    PendingSummary {
+        agent: agent.into(),
+        path: path.into(),
+        version,
+        model: model.into(),
+        summary: summary.into(),
     }
 }
 

@@ -18,8 +18,7 @@
 
 mod backup;
 mod check;
-mod index;
-mod logs;
+mod convert;
 mod transfer;
 
 pub use backup::{LockError, StoreLock, now, replace_store, vacuum_into};
@@ -38,11 +37,15 @@ pub fn export(
     transfer::export(&mut conn, agent, out, progress)
 }
 
-use super::{Backend, Mode, PendingSummary, StoreError, Txn, to_i64, to_u64};
+use super::{Backend, Mode, PendingSummary, StoreError, Txn, to_u64};
 use crate::bindings::{
-    FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, Usage, VersionInfo,
+    FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, Usage,
 };
-use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use convert::map_err;
+use rusqlite::{Connection, params};
+use scratchpad_store::rows::{self, Tally as Change};
+use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
+use scratchpad_store::{NOW, index, logs};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -55,61 +58,6 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connections kept open for reuse. Calls beyond this still run; their connections close.
 const POOL_SIZE: usize = 8;
-
-/// The schema version this code writes; a newer file is refused rather than misread.
-/// 2 added the search index and the `logs` table.
-const SCHEMA_VERSION: i64 = 2;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS agents (
-    agent_id         TEXT PRIMARY KEY,
-    total_bytes      INTEGER NOT NULL DEFAULT 0,
-    file_count       INTEGER NOT NULL DEFAULT 0,
-    log_entry_count  INTEGER NOT NULL DEFAULT 0,
-    total_operations INTEGER NOT NULL DEFAULT 0
-);
--- One row per path ever written; a deleted file keeps its row (current_version NULL) so
--- that its version numbers never repeat.
-CREATE TABLE IF NOT EXISTS files (
-    id              INTEGER PRIMARY KEY,
-    agent_id        TEXT NOT NULL,
-    path            TEXT NOT NULL,
-    last_version    INTEGER NOT NULL,
-    current_version INTEGER,
-    current_bytes   INTEGER,
-    updated_at      TEXT,
-    UNIQUE (agent_id, path)
-);
-CREATE TABLE IF NOT EXISTS versions (
-    file_id    INTEGER NOT NULL REFERENCES files (id),
-    version    INTEGER NOT NULL,
-    bytes      INTEGER NOT NULL,
-    content    TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (file_id, version)
-);
-CREATE TABLE IF NOT EXISTS log_entries (
-    agent_id   TEXT NOT NULL,
-    path       TEXT NOT NULL,
-    id         INTEGER NOT NULL,
-    is_text    INTEGER NOT NULL,
-    body       TEXT NOT NULL,
-    bytes      INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (agent_id, path, id)
-);
-CREATE TABLE IF NOT EXISTS summaries (
-    file_id    INTEGER NOT NULL REFERENCES files (id),
-    version    INTEGER NOT NULL,
-    model      TEXT NOT NULL,
-    summary    TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (file_id, version, model)
-);
-";
-
-/// RFC 3339 in UTC with milliseconds, from SQLite's clock.
-const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
 /// Operations of read calls not yet written to `agents`, per agent.
 type Uncounted = Arc<Mutex<HashMap<String, u64>>>;
@@ -147,7 +95,7 @@ impl Sqlite {
         let conn = store.connect().map_err(|e| open_error(e.to_string()))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(|e| open_error(e.to_string()))?;
-        migrate(&conn).map_err(|e| open_error(e.to_string()))?;
+        migrate(&conn).map_err(|e| open_error(StoreError::from(e).to_string()))?;
         give_back(&store.pool, conn);
         Ok(store)
     }
@@ -205,77 +153,6 @@ fn give_back(pool: &Mutex<Vec<Connection>>, conn: Connection) {
     let mut pool = locked(pool);
     if pool.len() < POOL_SIZE && conn.is_autocommit() {
         pool.push(conn);
-    }
-}
-
-/// Brings the store to [`SCHEMA_VERSION`] under the write lock, so two processes starting
-/// together upgrade it once; a store from before the search index gets one built.
-fn migrate(conn: &Connection) -> Result<(), StoreError> {
-    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
-        .map_err(map_err)?;
-    let found: i64 = tx
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(map_err)?;
-    if found > SCHEMA_VERSION {
-        return Err(StoreError::Database(format!(
-            "the store has schema version {found}, newer than this build's {SCHEMA_VERSION}; upgrade scratchpad-mcp"
-        )));
-    }
-    if found == SCHEMA_VERSION {
-        return Ok(());
-    }
-    tx.execute_batch(&format!("{SCHEMA} {} {}", index::SCHEMA, logs::SCHEMA))
-        .map_err(map_err)?;
-    if found == 1 {
-        index::rebuild(&tx, None)?;
-        logs::backfill(&tx, None)?;
-    }
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-        .map_err(map_err)?;
-    tx.commit().map_err(map_err)
-}
-
-/// SQLite's errors as the store's: by code, never by SQL text.
-fn map_err(e: rusqlite::Error) -> StoreError {
-    match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-            StoreError::Busy(BUSY_TIMEOUT.as_secs())
-        }
-        Some(ErrorCode::DiskFull) => StoreError::Full,
-        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly,
-        Some(ErrorCode::CannotOpen) => {
-            StoreError::Database("the database file or its journal cannot be opened".into())
-        }
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-            tracing::error!(error = %e, "database damaged");
-            StoreError::Damaged
-        }
-        Some(code) => {
-            tracing::error!(error = %e, "database error");
-            StoreError::Database(in_words(code).into())
-        }
-        None => {
-            tracing::error!(error = %e, "database error");
-            StoreError::Database("unexpected result from the database".into())
-        }
-    }
-}
-
-/// An SQLite error code as a caller reads it: what went wrong, never a type name.
-fn in_words(code: ErrorCode) -> &'static str {
-    match code {
-        ErrorCode::PermissionDenied => "permission to the database file was denied",
-        ErrorCode::OutOfMemory => "the database ran out of memory",
-        ErrorCode::SystemIoFailure => "reading or writing the database file failed",
-        ErrorCode::FileLockingProtocolFailed => "the database file could not be locked",
-        ErrorCode::SchemaChanged => "the database's schema changed during the call",
-        ErrorCode::TooBig => "a value was too large for the database",
-        ErrorCode::ConstraintViolation => "a row broke one of the database's constraints",
-        ErrorCode::NoLargeFileSupport => "the file system cannot hold a database this large",
-        ErrorCode::OperationInterrupted | ErrorCode::OperationAborted => {
-            "the database stopped the operation"
-        }
-        _ => "the database reported an error",
     }
 }
 
@@ -353,88 +230,23 @@ impl SqliteTxn {
         self.mode.allows_writes(what)
     }
 
-    /// (file id, last version, current version) of a path ever written.
-    fn file_row(
-        &self,
-        agent: &str,
-        path: &str,
-    ) -> Result<Option<(i64, u64, Option<u64>)>, StoreError> {
-        self.conn()
-            .prepare_cached("SELECT id, last_version, current_version FROM files WHERE agent_id = ?1 AND path = ?2")
-            .and_then(|mut s| {
-                s.query_row(params![agent, path], |r| {
-                    Ok((r.get(0)?, to_u64(r.get(1)?), r.get::<_, Option<i64>>(2)?.map(to_u64)))
-                })
-                .optional()
-            })
-            .map_err(map_err)
-    }
-
-    /// Adds to an agent's counters (creating its row on first use).
-    fn bump(
-        &self,
-        agent: &str,
-        bytes: i64,
-        files: i64,
-        entries: i64,
-        ops: i64,
-    ) -> Result<(), StoreError> {
-        self.conn()
-            .prepare_cached(
-                "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (agent_id) DO UPDATE SET
-                   total_bytes = total_bytes + ?2, file_count = file_count + ?3,
-                   log_entry_count = log_entry_count + ?4, total_operations = total_operations + ?5",
-            )
-            .and_then(|mut s| s.execute(params![agent, bytes, files, entries, ops]))
-            .map(drop)
-            .map_err(map_err)
+    /// Adds one operation (and the counts owed by earlier reads) for `agent`.
+    fn count_operations(&self, agent: &str, operations: i64) -> Result<(), StoreError> {
+        let change = Change {
+            operations,
+            ..Change::default()
+        };
+        Ok(rows::count(self.conn(), agent, change)?)
     }
 
     fn store_summary(&self, p: &PendingSummary) -> Result<bool, StoreError> {
-        let stored = self
-            .conn()
-            .prepare_cached(&format!(
-                "INSERT OR REPLACE INTO summaries (file_id, version, model, summary, created_at)
-                 SELECT f.id, v.version, ?4, ?5, {NOW}
-                 FROM files f JOIN versions v ON v.file_id = f.id
-                 WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3"
-            ))
-            .and_then(|mut s| {
-                s.execute(params![
-                    p.agent,
-                    p.path,
-                    to_i64(p.version).unwrap_or(-1),
-                    p.model,
-                    p.summary
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(stored == 1)
+        Ok(rows::store_summary(self.conn(), p)?)
     }
 }
 
 impl Txn for SqliteTxn {
     fn stat_file(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError> {
-        let Some((id, last_version, _)) = self.file_row(agent, path)? else {
-            return Ok(None);
-        };
-        let kept = self
-            .conn()
-            .prepare_cached("SELECT version, bytes, created_at FROM versions WHERE file_id = ?1 ORDER BY version")
-            .and_then(|mut s| {
-                s.query_map([id], |r| {
-                    Ok(VersionInfo {
-                        version: to_u64(r.get(0)?),
-                        bytes: to_u64(r.get(1)?),
-                        created_at: r.get(2)?,
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(map_err)?;
-        Ok(Some(FileState { last_version, kept }))
+        Ok(rows::stat_file(self.conn(), agent, path)?.map(convert::file_state))
     }
 
     fn read_version(
@@ -443,18 +255,7 @@ impl Txn for SqliteTxn {
         path: &str,
         version: u64,
     ) -> Result<Option<String>, StoreError> {
-        self.conn()
-            .prepare_cached(
-                "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
-                 WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3",
-            )
-            .and_then(|mut s| {
-                s.query_row(params![agent, path, to_i64(version).unwrap_or(-1)], |r| {
-                    r.get(0)
-                })
-                .optional()
-            })
-            .map_err(map_err)
+        Ok(rows::read_version(self.conn(), agent, path, version)?)
     }
 
     fn put_version(
@@ -465,30 +266,17 @@ impl Txn for SqliteTxn {
         content: &str,
     ) -> Result<(), StoreError> {
         self.writable("put-version")?;
-        let row = self.file_row(agent, path)?;
-        let (last, existed) =
-            row.map_or((0, false), |(_, last, current)| (last, current.is_some()));
+        let row = rows::file_row(self.conn(), agent, path)?;
+        let (last, existed) = row.map_or((0, false), |r| (r.last_version, r.current.is_some()));
         super::check_new_version(path, version, last)?;
-        let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
-        let conn = self.conn();
-        let id: i64 = conn
-            .prepare_cached(&format!(
-                "INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
-                 VALUES (?1, ?2, ?3, ?3, ?4, {NOW})
-                 ON CONFLICT (agent_id, path) DO UPDATE SET last_version = ?3, current_version = ?3,
-                   current_bytes = ?4, updated_at = excluded.updated_at
-                 RETURNING id"
-            ))
-            .and_then(|mut s| s.query_row(params![agent, path, v, bytes], |r| r.get(0)))
-            .map_err(map_err)?;
-        conn.prepare_cached(&format!(
-            "INSERT INTO versions (file_id, version, bytes, content, created_at) VALUES (?1, ?2, ?3, ?4, {NOW})"
-        ))
-        .and_then(|mut s| s.execute(params![id, v, bytes, content]))
-        .map_err(map_err)?;
-        index::remove_file(conn, agent, path)?;
-        index::add(conn, agent, path, false, version, content)?;
-        self.bump(agent, bytes, i64::from(!existed), 0, 0)
+        Ok(rows::put_version(
+            self.conn(),
+            agent,
+            path,
+            version,
+            content,
+            existed,
+        )?)
     }
 
     fn prune_versions(
@@ -498,73 +286,22 @@ impl Txn for SqliteTxn {
         keep_from: u64,
     ) -> Result<(), StoreError> {
         self.writable("prune-versions")?;
-        let row = self.file_row(agent, path)?;
-        super::check_prune(path, keep_from, row.and_then(|(_, _, current)| current))?;
-        let id = row.map_or(0, |(id, _, _)| id);
-        let keep_from = to_i64(keep_from)?;
-        let conn = self.conn();
-        let freed: i64 = conn
-            .prepare_cached(
-                "SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1 AND version < ?2",
-            )
-            .and_then(|mut s| s.query_row(params![id, keep_from], |r| r.get(0)))
-            .map_err(map_err)?;
-        for sql in [
-            "DELETE FROM versions WHERE file_id = ?1 AND version < ?2",
-            "DELETE FROM summaries WHERE file_id = ?1 AND version < ?2",
-        ] {
-            conn.prepare_cached(sql)
-                .and_then(|mut s| s.execute(params![id, keep_from]))
-                .map_err(map_err)?;
+        let row = rows::file_row(self.conn(), agent, path)?;
+        super::check_prune(path, keep_from, row.and_then(|r| r.current))?;
+        match row {
+            Some(row) => Ok(rows::prune_versions(self.conn(), agent, row, keep_from)?),
+            None => Ok(()),
         }
-        self.bump(agent, -freed, 0, 0, 0)
     }
 
     fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
         self.writable("delete-file")?;
-        let Some((id, _, Some(_))) = self.file_row(agent, path)? else {
-            return Ok(false);
-        };
-        let conn = self.conn();
-        let freed: i64 = conn
-            .prepare_cached("SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1")
-            .and_then(|mut s| s.query_row([id], |r| r.get(0)))
-            .map_err(map_err)?;
-        for sql in [
-            "DELETE FROM versions WHERE file_id = ?1",
-            "DELETE FROM summaries WHERE file_id = ?1",
-            "UPDATE files SET current_version = NULL, current_bytes = NULL WHERE id = ?1",
-        ] {
-            conn.prepare_cached(sql)
-                .and_then(|mut s| s.execute([id]))
-                .map_err(map_err)?;
-        }
-        index::remove_file(conn, agent, path)?;
-        self.bump(agent, -freed, -1, 0, 0)?;
-        Ok(true)
+        Ok(rows::delete_file(self.conn(), agent, path)?)
     }
 
     fn list_files(&mut self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError> {
-        // `path >= ?2` lets the (agent_id, path) index start at the prefix; `substr` decides.
-        self.conn()
-            .prepare_cached(
-                "SELECT path, current_version, current_bytes, updated_at FROM files
-                 WHERE agent_id = ?1 AND current_version IS NOT NULL
-                   AND path >= ?2 AND substr(path, 1, length(?2)) = ?2
-                 ORDER BY path",
-            )
-            .and_then(|mut s| {
-                s.query_map(params![agent, prefix], |r| {
-                    Ok(FileMeta {
-                        path: r.get(0)?,
-                        version: to_u64(r.get(1)?),
-                        bytes: to_u64(r.get(2)?),
-                        updated_at: r.get(3)?,
-                    })
-                })?
-                .collect()
-            })
-            .map_err(map_err)
+        let files = rows::list_files(self.conn(), agent, prefix)?;
+        Ok(files.into_iter().map(convert::file_meta).collect())
     }
 
     fn append_log(
@@ -575,19 +312,8 @@ impl Txn for SqliteTxn {
         bytes: u64,
     ) -> Result<u64, StoreError> {
         self.writable("append-log")?;
-        let (is_text, body, bytes) = super::log_body(entry, bytes)?;
-        let id = logs::next_id(self.conn(), agent, path)?;
-        let row_id = to_i64(id)?;
-        self.conn()
-            .prepare_cached(&format!(
-                "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
-            ))
-            .and_then(|mut s| s.execute(params![agent, path, row_id, is_text, body, bytes]))
-            .map_err(map_err)?;
-        index::add(self.conn(), agent, path, true, id, body)?;
-        self.bump(agent, bytes, 0, 1, 0)?;
-        Ok(id)
+        let (is_text, body, _) = super::log_body(entry, bytes)?;
+        Ok(rows::append_log(self.conn(), agent, path, is_text, body)?)
     }
 
     fn read_log(
@@ -597,56 +323,12 @@ impl Txn for SqliteTxn {
         after: u64,
         limit: u32,
     ) -> Result<Vec<LogEntry>, StoreError> {
-        self.conn()
-            .prepare_cached(
-                "SELECT id, is_text, body, created_at FROM log_entries
-                 WHERE agent_id = ?1 AND path = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
-            )
-            .and_then(|mut s| {
-                s.query_map(
-                    params![agent, path, to_i64(after).unwrap_or(i64::MAX), limit],
-                    |r| {
-                        let body: String = r.get(2)?;
-                        Ok(LogEntry {
-                            id: to_u64(r.get(0)?),
-                            entry: if r.get(1)? {
-                                LogValue::Text(body)
-                            } else {
-                                LogValue::Json(body)
-                            },
-                            created_at: r.get(3)?,
-                        })
-                    },
-                )?
-                .collect()
-            })
-            .map_err(map_err)
+        let entries = rows::read_log(self.conn(), agent, path, after, limit)?;
+        Ok(entries.into_iter().map(convert::log_entry).collect())
     }
 
     fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
-        let found = self
-            .conn()
-            .prepare_cached(
-                "SELECT total_bytes, file_count, log_entry_count, total_operations FROM agents WHERE agent_id = ?1",
-            )
-            .and_then(|mut s| {
-                s.query_row([agent], |r| {
-                    Ok(Usage {
-                        total_bytes: to_u64(r.get(0)?),
-                        file_count: to_u64(r.get(1)?),
-                        log_entry_count: to_u64(r.get(2)?),
-                        total_operations: to_u64(r.get(3)?),
-                    })
-                })
-                .optional()
-            })
-            .map_err(map_err)?;
-        let mut usage = found.unwrap_or(Usage {
-            total_bytes: 0,
-            file_count: 0,
-            log_entry_count: 0,
-            total_operations: 0,
-        });
+        let mut usage = convert::usage(rows::usage(self.conn(), agent)?);
         usage.total_operations += locked(&self.uncounted).get(agent).copied().unwrap_or(0);
         Ok(usage)
     }
@@ -658,23 +340,17 @@ impl Txn for SqliteTxn {
         version: u64,
         model: &str,
     ) -> Result<Option<String>, StoreError> {
-        self.conn()
-            .prepare_cached(
-                "SELECT s.summary FROM summaries s JOIN files f ON f.id = s.file_id
-                 WHERE f.agent_id = ?1 AND f.path = ?2 AND s.version = ?3 AND s.model = ?4",
-            )
-            .and_then(|mut s| {
-                s.query_row(
-                    params![agent, path, to_i64(version).unwrap_or(-1), model],
-                    |r| r.get(0),
-                )
-                .optional()
-            })
-            .map_err(map_err)
+        Ok(rows::cached_summary(
+            self.conn(),
+            agent,
+            path,
+            version,
+            model,
+        )?)
     }
 
     fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {
-        logs::state(self.conn(), agent, path)
+        Ok(convert::log_state(logs::state(self.conn(), agent, path)?))
     }
 
     fn set_log_retention(
@@ -684,7 +360,8 @@ impl Txn for SqliteTxn {
         retention: Retention,
     ) -> Result<(), StoreError> {
         self.writable("set-log-retention")?;
-        logs::set_retention(self.conn(), agent, path, retention)
+        let retention = convert::to_guest_retention(retention);
+        Ok(logs::set_retention(self.conn(), agent, path, retention)?)
     }
 
     fn trim_log(
@@ -695,9 +372,13 @@ impl Txn for SqliteTxn {
         older_than_seconds: Option<u64>,
     ) -> Result<u64, StoreError> {
         self.writable("trim-log")?;
-        let (entries, bytes) = logs::trim(self.conn(), agent, path, before, older_than_seconds)?;
-        self.bump(agent, -to_i64(bytes)?, 0, -to_i64(entries)?, 0)?;
-        Ok(entries)
+        Ok(rows::trim_log(
+            self.conn(),
+            agent,
+            path,
+            before,
+            older_than_seconds,
+        )?)
     }
 
     fn search(
@@ -709,7 +390,8 @@ impl Txn for SqliteTxn {
         limit: u32,
         offset: u32,
     ) -> Result<Vec<SearchMatch>, StoreError> {
-        index::search(self.conn(), agent, terms, match_all, prefix, limit, offset)
+        let found = index::search(self.conn(), agent, terms, match_all, prefix, limit, offset)?;
+        Ok(found.into_iter().map(convert::search_match).collect())
     }
 
     fn put_summary(
@@ -720,7 +402,7 @@ impl Txn for SqliteTxn {
         model: &str,
         summary: &str,
     ) -> Result<(), StoreError> {
-        let summary = PendingSummary::new(agent, path, version, model, summary);
+        let summary = super::pending_summary(agent, path, version, model, summary);
         if self.mode == Mode::Read {
             self.pending_summaries.push(summary);
             return Ok(());
@@ -784,9 +466,9 @@ impl SqliteTxn {
             .map(|(a, n)| (a.clone(), *n))
             .collect();
         for (owed_agent, n) in &owed {
-            self.bump(owed_agent, 0, 0, 0, to_i64(*n)?)?;
+            self.count_operations(owed_agent, super::to_i64(*n)?)?;
         }
-        self.bump(agent, 0, 0, 0, 1)?;
+        self.count_operations(agent, 1)?;
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
         let mut uncounted = locked(&self.uncounted);
         for (owed_agent, n) in owed {

@@ -16,9 +16,10 @@
 //! exported).
 
 use super::{index, logs};
-use super::{map_err, to_i64, to_u64};
+use super::{map_err, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::COUNTED;
+use crate::storage::to_i64;
 use rusqlite::{Connection, OptionalExtension, params};
 use scratchpad_guest::Quotas;
 use scratchpad_guest::names::{AgentId, FilePath};
@@ -670,7 +671,7 @@ pub fn import(
         ] {
             tx.execute(sql, [&agent]).map_err(map_err)?;
         }
-        index::remove_agent(&tx, &agent)?;
+        index::remove_agent(&tx, &agent).map_err(StoreError::from)?;
     }
     let mut importer = Importer {
         tx: &tx,
@@ -702,8 +703,8 @@ pub fn import(
         }
     }
     importer.close_file()?;
-    index::rebuild(&tx, Some(&agent))?;
-    logs::backfill(&tx, Some(&agent))?;
+    index::rebuild(&tx, Some(&agent)).map_err(StoreError::from)?;
+    logs::backfill(&tx, Some(&agent)).map_err(StoreError::from)?;
     let tally = importer.tally;
     let Some(Line::End {
         files,

@@ -9,10 +9,9 @@
 //! Terms come from the guest as plain words; here they are quoted as FTS5 strings, so no
 //! query syntax reaches FTS5.
 
-use super::{map_err, to_i64, to_u64};
-use crate::bindings::{MatchRef, SearchMatch};
-use crate::storage::StoreError;
+use crate::{Error, to_i64, to_u64};
 use rusqlite::{Connection, params};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{MatchRef, SearchMatch};
 
 /// The index's tables. Created with the schema; filled for existing data by [`rebuild`].
 pub const SCHEMA: &str = "
@@ -36,7 +35,7 @@ pub fn add(
     is_log: bool,
     reference: u64,
     body: &str,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     let id: i64 = conn
         .prepare_cached(
             "INSERT INTO search_docs (agent_id, path, is_log, ref) VALUES (?1, ?2, ?3, ?4)
@@ -47,16 +46,15 @@ pub fn add(
                 params![agent, path, is_log, to_i64(reference).unwrap_or(-1)],
                 |r| r.get(0),
             )
-        })
-        .map_err(map_err)?;
+        })?;
     conn.prepare_cached("INSERT INTO search_index (rowid, body) VALUES (?1, ?2)")
         .and_then(|mut s| s.execute(params![id, body]))
         .map(drop)
-        .map_err(map_err)
+        .map_err(Error::from)
 }
 
 /// Drops the documents of the file at `path` (its current version's).
-pub fn remove_file(conn: &Connection, agent: &str, path: &str) -> Result<(), StoreError> {
+pub fn remove_file(conn: &Connection, agent: &str, path: &str) -> Result<(), Error> {
     remove_where(
         conn,
         "agent_id = ?1 AND path = ?2 AND is_log = 0",
@@ -65,12 +63,7 @@ pub fn remove_file(conn: &Connection, agent: &str, path: &str) -> Result<(), Sto
 }
 
 /// Drops the document of one log entry.
-pub fn remove_log_entry(
-    conn: &Connection,
-    agent: &str,
-    path: &str,
-    id: u64,
-) -> Result<(), StoreError> {
+pub fn remove_log_entry(conn: &Connection, agent: &str, path: &str, id: u64) -> Result<(), Error> {
     let id = to_i64(id)?;
     remove_where(
         conn,
@@ -80,7 +73,7 @@ pub fn remove_log_entry(
 }
 
 /// Drops every document of `agent`.
-pub fn remove_agent(conn: &Connection, agent: &str) -> Result<(), StoreError> {
+pub fn remove_agent(conn: &Connection, agent: &str) -> Result<(), Error> {
     remove_where(conn, "agent_id = ?1", params![agent])
 }
 
@@ -88,21 +81,20 @@ fn remove_where(
     conn: &Connection,
     condition: &str,
     args: &[&dyn rusqlite::ToSql],
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     conn.prepare_cached(&format!(
         "DELETE FROM search_index WHERE rowid IN (SELECT id FROM search_docs WHERE {condition})"
     ))
-    .and_then(|mut s| s.execute(args))
-    .map_err(map_err)?;
+    .and_then(|mut s| s.execute(args))?;
     conn.prepare_cached(&format!("DELETE FROM search_docs WHERE {condition}"))
         .and_then(|mut s| s.execute(args))
         .map(drop)
-        .map_err(map_err)
+        .map_err(Error::from)
 }
 
 /// Indexes every current file version and log entry of `agent`, or of every agent when
 /// `agent` is none (a store upgraded from before the index).
-pub fn rebuild(conn: &Connection, agent: Option<&str>) -> Result<(), StoreError> {
+pub fn rebuild(conn: &Connection, agent: Option<&str>) -> Result<(), Error> {
     let docs: Vec<(String, String, bool, i64, String)> = conn
         .prepare(
             "SELECT f.agent_id, f.path, 0, v.version, v.content
@@ -116,8 +108,7 @@ pub fn rebuild(conn: &Connection, agent: Option<&str>) -> Result<(), StoreError>
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })?
             .collect()
-        })
-        .map_err(map_err)?;
+        })?;
     for (agent, path, is_log, reference, body) in docs {
         add(conn, &agent, &path, is_log, to_u64(reference), &body)?;
     }
@@ -142,7 +133,7 @@ pub fn search(
     prefix: &str,
     limit: u32,
     offset: u32,
-) -> Result<Vec<SearchMatch>, StoreError> {
+) -> Result<Vec<SearchMatch>, Error> {
     if terms.is_empty() {
         return Ok(Vec::new());
     }
@@ -171,5 +162,5 @@ pub fn search(
         )?
         .collect()
     })
-    .map_err(map_err)
+    .map_err(Error::from)
 }

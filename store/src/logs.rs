@@ -6,10 +6,9 @@
 //! the agents' counters are), because the guest asks for a log's state after every append:
 //! counting the entries there would cost a scan of the log on the hottest path.
 
-use super::{index, map_err, to_i64, to_u64};
-use crate::bindings::{LogState, Retention};
-use crate::storage::{LogRow, StoreError, log_state};
+use crate::{Error, index, to_i64, to_u64};
 use rusqlite::{Connection, OptionalExtension, params};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{LogState, Retention};
 
 /// The table. Created with the schema; filled for a store from before it by [`backfill`].
 pub const SCHEMA: &str = "
@@ -27,7 +26,7 @@ CREATE TABLE IF NOT EXISTS logs (
 /// Gives every log that has entries but no row (`agent` or every agent) its row, and every
 /// row of those agents the count of its entries: for a store from before the table, and
 /// after an import, which writes entries directly.
-pub fn backfill(conn: &Connection, agent: Option<&str>) -> Result<(), StoreError> {
+pub fn backfill(conn: &Connection, agent: Option<&str>) -> Result<(), Error> {
     for sql in [
         "INSERT OR IGNORE INTO logs (agent_id, path, last_id)
          SELECT agent_id, path, max(id) FROM log_entries
@@ -37,13 +36,13 @@ pub fn backfill(conn: &Connection, agent: Option<&str>) -> Result<(), StoreError
              WHERE e.agent_id = logs.agent_id AND e.path = logs.path)
          WHERE ?1 IS NULL OR agent_id = ?1",
     ] {
-        conn.execute(sql, [agent]).map_err(map_err)?;
+        conn.execute(sql, [agent])?;
     }
     Ok(())
 }
 
 /// The id for the log's next entry, taken.
-pub fn next_id(conn: &Connection, agent: &str, path: &str) -> Result<u64, StoreError> {
+pub fn next_id(conn: &Connection, agent: &str, path: &str) -> Result<u64, Error> {
     conn.prepare_cached(
         "INSERT INTO logs (agent_id, path, last_id, entries) VALUES (?1, ?2, 1, 1)
          ON CONFLICT (agent_id, path)
@@ -52,11 +51,11 @@ pub fn next_id(conn: &Connection, agent: &str, path: &str) -> Result<u64, StoreE
     )
     .and_then(|mut s| s.query_row(params![agent, path], |r| r.get(0)))
     .map(to_u64)
-    .map_err(map_err)
+    .map_err(Error::from)
 }
 
 /// See `log-info` in the WIT.
-pub fn state(conn: &Connection, agent: &str, path: &str) -> Result<LogState, StoreError> {
+pub fn state(conn: &Connection, agent: &str, path: &str) -> Result<LogState, Error> {
     let row: Option<LogRow> = conn
         .prepare_cached(
             "SELECT last_id, entries, keep_last, max_age_seconds FROM logs
@@ -67,10 +66,21 @@ pub fn state(conn: &Connection, agent: &str, path: &str) -> Result<LogState, Sto
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
             .optional()
-        })
-        .map_err(map_err)?;
-    Ok(log_state(row))
+        })?;
+    let (last_id, entries, keep_last, max_age) = row.unwrap_or((0, 0, None, None));
+    Ok(LogState {
+        last_id: to_u64(last_id),
+        entries: to_u64(entries),
+        retention: Retention {
+            keep_last: keep_last.map(to_u64),
+            max_age_seconds: max_age.map(to_u64),
+        },
+    })
 }
+
+/// A `logs` row (`last_id`, `entries`, `keep_last`, `max_age_seconds`); a log with no row
+/// has given no id and keeps everything.
+type LogRow = (i64, i64, Option<i64>, Option<i64>);
 
 /// See `set-log-retention` in the WIT.
 pub fn set_retention(
@@ -78,7 +88,7 @@ pub fn set_retention(
     agent: &str,
     path: &str,
     retention: Retention,
-) -> Result<(), StoreError> {
+) -> Result<(), Error> {
     let keep = retention.keep_last.map(to_i64).transpose()?;
     let age = retention.max_age_seconds.map(to_i64).transpose()?;
     conn.prepare_cached(
@@ -88,7 +98,7 @@ pub fn set_retention(
     )
     .and_then(|mut s| s.execute(params![agent, path, keep, age]))
     .map(drop)
-    .map_err(map_err)
+    .map_err(Error::from)
 }
 
 /// Removes the entries below `before` and those older than `older_than_seconds`, and their
@@ -99,7 +109,7 @@ pub fn trim(
     path: &str,
     before: u64,
     older_than_seconds: Option<u64>,
-) -> Result<(u64, u64), StoreError> {
+) -> Result<(u64, u64), Error> {
     let age = older_than_seconds.map(to_i64).transpose()?;
     let before = to_i64(before)?;
     // Timestamps are RFC 3339 text of one width, so text order is time order.
@@ -114,14 +124,12 @@ pub fn trim(
         .and_then(|mut s| {
             s.query_map(params![agent, path, before, age], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect()
-        })
-        .map_err(map_err)?;
+        })?;
     for (id, _) in &gone {
         index::remove_log_entry(conn, agent, path, to_u64(*id))?;
     }
     conn.prepare_cached("UPDATE logs SET entries = entries - ?3 WHERE agent_id = ?1 AND path = ?2")
-        .and_then(|mut s| s.execute(params![agent, path, gone.len() as i64]))
-        .map_err(map_err)?;
+        .and_then(|mut s| s.execute(params![agent, path, gone.len() as i64]))?;
     let bytes = gone.iter().map(|(_, b)| to_u64(*b)).sum();
     Ok((gone.len() as u64, bytes))
 }

@@ -1,0 +1,120 @@
+//! The SQLite store of scratchpad-mcp: its schema and every statement that reads or writes
+//! it, in one crate that builds natively (the server's default backend) and for
+//! `wasm32-wasip2` (inside the self-contained component, SQLite's C compiled to wasm).
+//!
+//! Why one crate: a store the component writes must be a store the server serves, and the
+//! other way round. Keeping the statements here, once, makes that a fact of the build
+//! rather than a promise kept by two copies.
+//!
+//! What is *not* here: how connections are opened, pooled, locked and made durable (the
+//! server's WAL and pool, the component's single connection and lease differ, because
+//! WASI has no file locks or shared memory), and the host's checks on what an untrusted
+//! guest asks for. Every function takes a connection inside a transaction the caller owns.
+//!
+//! Map:
+//! - [`schema`]: the tables and [`schema::migrate`].
+//! - [`rows`]: files, versions, summaries and the agents' usage counters.
+//! - [`logs`]: the per-log row (last id, entry count, retention) and trimming.
+//! - [`index`]: the FTS5 index behind `search`.
+//! - [`storage`]: all of it as the guest's `Storage` port, for the self-contained component.
+
+pub mod index;
+pub mod logs;
+pub mod rows;
+pub mod schema;
+pub mod storage;
+
+pub use rusqlite;
+
+use rusqlite::ErrorCode;
+
+/// Why a statement failed, by SQLite's code: never the SQL text.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Another connection held the lock past the busy timeout.
+    #[error("the store is busy")]
+    Busy,
+    /// The disk or the store is full.
+    #[error("the disk or the store is full")]
+    Full,
+    /// The database file or its folder cannot be written.
+    #[error("the store cannot be written (read-only file or folder)")]
+    ReadOnly,
+    /// SQLite cannot read the file as a database.
+    #[error("the store's file is damaged: SQLite cannot read it as a database")]
+    Damaged,
+    /// A number does not fit the database's signed integers.
+    #[error("{0} is out of range")]
+    OutOfRange(u64),
+    /// The store was written by a newer build.
+    #[error(
+        "the store has schema version {found}, newer than this build's {}; upgrade scratchpad-mcp",
+        schema::SCHEMA_VERSION
+    )]
+    TooNew {
+        /// The version the file has.
+        found: i64,
+    },
+    /// Any other failure: `words` say what went wrong for a caller; `detail` is SQLite's own
+    /// message, for an operator's log only.
+    #[error("{words}")]
+    Database {
+        /// The failure in words.
+        words: &'static str,
+        /// SQLite's message.
+        detail: String,
+    },
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        let Some(code) = e.sqlite_error_code() else {
+            return Error::Database {
+                words: "unexpected result from the database",
+                detail: e.to_string(),
+            };
+        };
+        match code {
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => Error::Busy,
+            ErrorCode::DiskFull => Error::Full,
+            ErrorCode::ReadOnly => Error::ReadOnly,
+            ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase => Error::Damaged,
+            code => Error::Database {
+                words: in_words(code),
+                detail: e.to_string(),
+            },
+        }
+    }
+}
+
+/// An SQLite error code as a caller reads it: what went wrong, never a type name.
+fn in_words(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::CannotOpen => "the database file or its journal cannot be opened",
+        ErrorCode::PermissionDenied => "permission to the database file was denied",
+        ErrorCode::OutOfMemory => "the database ran out of memory",
+        ErrorCode::SystemIoFailure => "reading or writing the database file failed",
+        ErrorCode::FileLockingProtocolFailed => "the database file could not be locked",
+        ErrorCode::SchemaChanged => "the database's schema changed during the call",
+        ErrorCode::TooBig => "a value was too large for the database",
+        ErrorCode::ConstraintViolation => "a row broke one of the database's constraints",
+        ErrorCode::NoLargeFileSupport => "the file system cannot hold a database this large",
+        ErrorCode::OperationInterrupted | ErrorCode::OperationAborted => {
+            "the database stopped the operation"
+        }
+        _ => "the database reported an error",
+    }
+}
+
+/// RFC 3339 in UTC with milliseconds, from SQLite's clock: every timestamp the store keeps.
+pub const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+/// A stored count (SQLite keeps signed integers) as the WIT's unsigned one.
+pub fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// A WIT number as a database integer, refused when it does not fit.
+pub fn to_i64(v: u64) -> Result<i64, Error> {
+    i64::try_from(v).map_err(|_| Error::OutOfRange(v))
+}

@@ -1,0 +1,385 @@
+//! Files, their versions and summaries, log entries, and the agents' usage counters.
+//!
+//! Every function here is one step of a tool call inside the caller's transaction. The
+//! counters in `agents` change in the same transaction as the rows they count, so no call
+//! ever re-scans an agent's data to enforce a quota; prefix matching compares `substr`, never
+//! `LIKE`, so `_` and `%` are literal.
+
+use crate::{Error, NOW, index, logs, to_i64, to_u64};
+use rusqlite::{Connection, OptionalExtension, params};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{FileState, VersionInfo};
+use scratchpad_guest::{FileMeta, LogEntry, LogValue, Usage};
+
+/// A change to an agent's counters: each field is added (negative to take away).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tally {
+    /// Bytes stored: kept versions and log entries.
+    pub bytes: i64,
+    /// Files that exist.
+    pub files: i64,
+    /// Log entries.
+    pub log_entries: i64,
+    /// Tool calls that succeeded.
+    pub operations: i64,
+}
+
+/// Adds `change` to `agent`'s counters, creating its row on first use.
+pub fn count(conn: &Connection, agent: &str, change: Tally) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (agent_id) DO UPDATE SET
+           total_bytes = total_bytes + ?2, file_count = file_count + ?3,
+           log_entry_count = log_entry_count + ?4, total_operations = total_operations + ?5",
+    )?
+    .execute(params![
+        agent,
+        change.bytes,
+        change.files,
+        change.log_entries,
+        change.operations
+    ])?;
+    Ok(())
+}
+
+/// What the `files` row of a path ever written holds.
+#[derive(Clone, Copy, Debug)]
+pub struct FileRow {
+    /// The row's id, which versions and summaries refer to.
+    pub id: i64,
+    /// The highest version number the path has had.
+    pub last_version: u64,
+    /// The current version; none once the file is deleted.
+    pub current: Option<u64>,
+}
+
+/// The row of a path, or none if the agent never wrote it.
+pub fn file_row(conn: &Connection, agent: &str, path: &str) -> Result<Option<FileRow>, Error> {
+    conn.prepare_cached(
+        "SELECT id, last_version, current_version FROM files WHERE agent_id = ?1 AND path = ?2",
+    )?
+    .query_row(params![agent, path], |r| {
+        Ok(FileRow {
+            id: r.get(0)?,
+            last_version: to_u64(r.get(1)?),
+            current: r.get::<_, Option<i64>>(2)?.map(to_u64),
+        })
+    })
+    .optional()
+    .map_err(Error::from)
+}
+
+/// See `stat-file` in the WIT.
+pub fn stat_file(conn: &Connection, agent: &str, path: &str) -> Result<Option<FileState>, Error> {
+    let Some(row) = file_row(conn, agent, path)? else {
+        return Ok(None);
+    };
+    let kept = conn
+        .prepare_cached(
+            "SELECT version, bytes, created_at FROM versions WHERE file_id = ?1 ORDER BY version",
+        )?
+        .query_map([row.id], |r| {
+            Ok(VersionInfo {
+                version: to_u64(r.get(0)?),
+                bytes: to_u64(r.get(1)?),
+                created_at: r.get(2)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(FileState {
+        last_version: row.last_version,
+        kept,
+    }))
+}
+
+/// See `read-version` in the WIT.
+pub fn read_version(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    version: u64,
+) -> Result<Option<String>, Error> {
+    conn.prepare_cached(
+        "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
+         WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3",
+    )?
+    .query_row(params![agent, path, to_i64(version).unwrap_or(-1)], |r| {
+        r.get(0)
+    })
+    .optional()
+    .map_err(Error::from)
+}
+
+/// See `put-version` in the WIT: stores `content` as the current version and indexes it.
+/// `existed` says whether the file exists now (a new file counts towards the files).
+pub fn put_version(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    version: u64,
+    content: &str,
+    existed: bool,
+) -> Result<(), Error> {
+    let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
+    let id: i64 = conn
+        .prepare_cached(&format!(
+            "INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
+             VALUES (?1, ?2, ?3, ?3, ?4, {NOW})
+             ON CONFLICT (agent_id, path) DO UPDATE SET last_version = ?3, current_version = ?3,
+               current_bytes = ?4, updated_at = excluded.updated_at
+             RETURNING id"
+        ))?
+        .query_row(params![agent, path, v, bytes], |r| r.get(0))?;
+    conn.prepare_cached(&format!(
+        "INSERT INTO versions (file_id, version, bytes, content, created_at) VALUES (?1, ?2, ?3, ?4, {NOW})"
+    ))?
+    .execute(params![id, v, bytes, content])?;
+    index::remove_file(conn, agent, path)?;
+    index::add(conn, agent, path, false, version, content)?;
+    let files = i64::from(!existed);
+    count(
+        conn,
+        agent,
+        Tally {
+            bytes,
+            files,
+            ..Tally::default()
+        },
+    )
+}
+
+/// See `prune-versions` in the WIT: drops the versions of the file `row` below
+/// `keep_from`, and their summaries.
+pub fn prune_versions(
+    conn: &Connection,
+    agent: &str,
+    row: FileRow,
+    keep_from: u64,
+) -> Result<(), Error> {
+    let keep_from = to_i64(keep_from)?;
+    let freed: i64 = conn
+        .prepare_cached(
+            "SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1 AND version < ?2",
+        )?
+        .query_row(params![row.id, keep_from], |r| r.get(0))?;
+    for sql in [
+        "DELETE FROM versions WHERE file_id = ?1 AND version < ?2",
+        "DELETE FROM summaries WHERE file_id = ?1 AND version < ?2",
+    ] {
+        conn.prepare_cached(sql)?
+            .execute(params![row.id, keep_from])?;
+    }
+    count(
+        conn,
+        agent,
+        Tally {
+            bytes: -freed,
+            ..Tally::default()
+        },
+    )
+}
+
+/// See `delete-file` in the WIT. Returns whether the file existed.
+pub fn delete_file(conn: &Connection, agent: &str, path: &str) -> Result<bool, Error> {
+    let Some(FileRow {
+        id,
+        current: Some(_),
+        ..
+    }) = file_row(conn, agent, path)?
+    else {
+        return Ok(false);
+    };
+    let freed: i64 = conn
+        .prepare_cached("SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1")?
+        .query_row([id], |r| r.get(0))?;
+    for sql in [
+        "DELETE FROM versions WHERE file_id = ?1",
+        "DELETE FROM summaries WHERE file_id = ?1",
+        "UPDATE files SET current_version = NULL, current_bytes = NULL WHERE id = ?1",
+    ] {
+        conn.prepare_cached(sql)?.execute([id])?;
+    }
+    index::remove_file(conn, agent, path)?;
+    let change = Tally {
+        bytes: -freed,
+        files: -1,
+        ..Tally::default()
+    };
+    count(conn, agent, change)?;
+    Ok(true)
+}
+
+/// See `list-files` in the WIT.
+pub fn list_files(conn: &Connection, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, Error> {
+    // `path >= ?2` lets the (agent_id, path) index start at the prefix; `substr` decides.
+    conn.prepare_cached(
+        "SELECT path, current_version, current_bytes, updated_at FROM files
+         WHERE agent_id = ?1 AND current_version IS NOT NULL
+           AND path >= ?2 AND substr(path, 1, length(?2)) = ?2
+         ORDER BY path",
+    )?
+    .query_map(params![agent, prefix], |r| {
+        Ok(FileMeta {
+            path: r.get(0)?,
+            version: to_u64(r.get(1)?),
+            bytes: to_u64(r.get(2)?),
+            updated_at: r.get(3)?,
+        })
+    })?
+    .collect::<Result<_, _>>()
+    .map_err(Error::from)
+}
+
+/// See `append-log` in the WIT: stores the entry's `body` (a string unescaped when
+/// `is_text`, other JSON as compact text), indexes it, and returns its id. Its size is the
+/// body's length.
+pub fn append_log(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    is_text: bool,
+    body: &str,
+) -> Result<u64, Error> {
+    let bytes = to_i64(body.len() as u64)?;
+    let id = logs::next_id(conn, agent, path)?;
+    conn.prepare_cached(&format!(
+        "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
+    ))?
+    .execute(params![agent, path, to_i64(id)?, is_text, body, bytes])?;
+    index::add(conn, agent, path, true, id, body)?;
+    let change = Tally {
+        bytes,
+        log_entries: 1,
+        ..Tally::default()
+    };
+    count(conn, agent, change)?;
+    Ok(id)
+}
+
+/// See `read-log` in the WIT.
+pub fn read_log(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    after: u64,
+    limit: u32,
+) -> Result<Vec<LogEntry>, Error> {
+    conn.prepare_cached(
+        "SELECT id, is_text, body, created_at FROM log_entries
+         WHERE agent_id = ?1 AND path = ?2 AND id > ?3 ORDER BY id LIMIT ?4",
+    )?
+    .query_map(
+        params![agent, path, to_i64(after).unwrap_or(i64::MAX), limit],
+        |r| {
+            let body: String = r.get(2)?;
+            Ok(LogEntry {
+                id: to_u64(r.get(0)?),
+                entry: if r.get(1)? {
+                    LogValue::Text(body)
+                } else {
+                    LogValue::Json(body)
+                },
+                created_at: r.get(3)?,
+            })
+        },
+    )?
+    .collect::<Result<_, _>>()
+    .map_err(Error::from)
+}
+
+/// See `trim-log` in the WIT: removes the entries and follows with the counters. Returns
+/// how many were removed.
+pub fn trim_log(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    before: u64,
+    older_than_seconds: Option<u64>,
+) -> Result<u64, Error> {
+    let (entries, bytes) = logs::trim(conn, agent, path, before, older_than_seconds)?;
+    let change = Tally {
+        bytes: -to_i64(bytes)?,
+        log_entries: -to_i64(entries)?,
+        ..Tally::default()
+    };
+    count(conn, agent, change)?;
+    Ok(entries)
+}
+
+/// The agent's counters as stored (all zero for an agent never seen).
+pub fn usage(conn: &Connection, agent: &str) -> Result<Usage, Error> {
+    let found = conn
+        .prepare_cached(
+            "SELECT total_bytes, file_count, log_entry_count, total_operations FROM agents WHERE agent_id = ?1",
+        )?
+        .query_row([agent], |r| {
+            Ok(Usage {
+                total_bytes: to_u64(r.get(0)?),
+                file_count: to_u64(r.get(1)?),
+                log_entry_count: to_u64(r.get(2)?),
+                total_operations: to_u64(r.get(3)?),
+            })
+        })
+        .optional()?;
+    Ok(found.unwrap_or(Usage {
+        total_bytes: 0,
+        file_count: 0,
+        log_entry_count: 0,
+        total_operations: 0,
+    }))
+}
+
+/// See `cached-summary` in the WIT.
+pub fn cached_summary(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    version: u64,
+    model: &str,
+) -> Result<Option<String>, Error> {
+    conn.prepare_cached(
+        "SELECT s.summary FROM summaries s JOIN files f ON f.id = s.file_id
+         WHERE f.agent_id = ?1 AND f.path = ?2 AND s.version = ?3 AND s.model = ?4",
+    )?
+    .query_row(
+        params![agent, path, to_i64(version).unwrap_or(-1), model],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(Error::from)
+}
+
+/// A summary to cache: of which version of which file, by which model.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// The agent.
+    pub agent: String,
+    /// The file.
+    pub path: String,
+    /// The version summarised.
+    pub version: u64,
+    /// The model that wrote it.
+    pub model: String,
+    /// The summary.
+    pub summary: String,
+}
+
+/// Caches a summary if its version is still kept; returns whether it was.
+pub fn store_summary(conn: &Connection, s: &Summary) -> Result<bool, Error> {
+    let stored = conn
+        .prepare_cached(&format!(
+            "INSERT OR REPLACE INTO summaries (file_id, version, model, summary, created_at)
+             SELECT f.id, v.version, ?4, ?5, {NOW}
+             FROM files f JOIN versions v ON v.file_id = f.id
+             WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3"
+        ))?
+        .execute(params![
+            s.agent,
+            s.path,
+            to_i64(s.version).unwrap_or(-1),
+            s.model,
+            s.summary
+        ])?;
+    Ok(stored == 1)
+}

@@ -1,0 +1,78 @@
+//! The tables, and bringing a file to this build's schema.
+
+use crate::{Error, index, logs};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+/// The schema version this code writes; a newer file is refused rather than misread.
+/// 2 added the search index and the `logs` table.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Files, versions, log entries, summaries and the agents' counters. The search index and
+/// the per-log rows are in [`index::SCHEMA`] and [`logs::SCHEMA`].
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agents (
+    agent_id         TEXT PRIMARY KEY,
+    total_bytes      INTEGER NOT NULL DEFAULT 0,
+    file_count       INTEGER NOT NULL DEFAULT 0,
+    log_entry_count  INTEGER NOT NULL DEFAULT 0,
+    total_operations INTEGER NOT NULL DEFAULT 0
+);
+-- One row per path ever written; a deleted file keeps its row (current_version NULL) so
+-- that its version numbers never repeat.
+CREATE TABLE IF NOT EXISTS files (
+    id              INTEGER PRIMARY KEY,
+    agent_id        TEXT NOT NULL,
+    path            TEXT NOT NULL,
+    last_version    INTEGER NOT NULL,
+    current_version INTEGER,
+    current_bytes   INTEGER,
+    updated_at      TEXT,
+    UNIQUE (agent_id, path)
+);
+CREATE TABLE IF NOT EXISTS versions (
+    file_id    INTEGER NOT NULL REFERENCES files (id),
+    version    INTEGER NOT NULL,
+    bytes      INTEGER NOT NULL,
+    content    TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (file_id, version)
+);
+CREATE TABLE IF NOT EXISTS log_entries (
+    agent_id   TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    id         INTEGER NOT NULL,
+    is_text    INTEGER NOT NULL,
+    body       TEXT NOT NULL,
+    bytes      INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, path, id)
+);
+CREATE TABLE IF NOT EXISTS summaries (
+    file_id    INTEGER NOT NULL REFERENCES files (id),
+    version    INTEGER NOT NULL,
+    model      TEXT NOT NULL,
+    summary    TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (file_id, version, model)
+);
+";
+
+/// Brings the store to [`SCHEMA_VERSION`] under the write lock, so two processes starting
+/// together upgrade it once; a store from before the search index gets one built.
+pub fn migrate(conn: &Connection) -> Result<(), Error> {
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::TooNew { found });
+    }
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    tx.execute_batch(&format!("{SCHEMA} {} {}", index::SCHEMA, logs::SCHEMA))?;
+    if found == 1 {
+        index::rebuild(&tx, None)?;
+        logs::backfill(&tx, None)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    Ok(tx.commit()?)
+}
