@@ -5,10 +5,17 @@
 //! 2. the tool descriptions, taken from the WIT doc comments of the `tools` interface, so the
 //!    words an agent reads are written once, beside the contract.
 //!
+//! 3. the self-contained component (`standalone/`: the tools with SQLite compiled in), twice:
+//!    with the summariser import and without. It needs a C compiler for WASI; a machine
+//!    without one gets a server without it, and `component --standalone` says how to get it.
+//!
 //! `SCRATCHPAD_GUEST_WASM=path` skips step 1 and embeds that file instead (for packagers that
-//! build the component separately).
+//! build the component separately); `SCRATCHPAD_STANDALONE_WASM` and
+//! `SCRATCHPAD_STANDALONE_WASI_WASM` do the same for step 3.
 
-use build_support::{build_component, fail, workspace_root};
+use build_support::{
+    build_component, build_component_with, fail, wasi_c_toolchain, workspace_root,
+};
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
@@ -34,6 +41,41 @@ fn main() {
             &wasm,
         ),
     }
+    write_standalone(&out_dir);
+}
+
+/// The two self-contained components, or empty files where this machine cannot build them.
+fn write_standalone(out_dir: &Path) {
+    let variants = [
+        ("SCRATCHPAD_STANDALONE_WASM", "standalone.wasm", &[][..]),
+        (
+            "SCRATCHPAD_STANDALONE_WASI_WASM",
+            "standalone-wasi.wasm",
+            &["without-summariser"][..],
+        ),
+    ];
+    let toolchain = wasi_c_toolchain();
+    for (var, name, features) in variants {
+        let out = out_dir.join(name);
+        println!("cargo:rerun-if-env-changed={var}");
+        match (env::var_os(var), &toolchain) {
+            (Some(prebuilt), _) => {
+                println!("cargo:rerun-if-changed={}", Path::new(&prebuilt).display());
+                fs::copy(&prebuilt, &out).unwrap_or_else(|e| fail(&format!("copy {var}: {e}")));
+            }
+            (None, Some(cc)) => build_component_with(
+                "scratchpad-standalone",
+                "guest",
+                features,
+                cc,
+                &["standalone", "store", "guest/src", "guest/Cargo.toml"],
+                &out,
+            ),
+            (None, None) => fs::write(&out, b"").expect("write an empty standalone.wasm"),
+        }
+    }
+    println!("cargo:rerun-if-env-changed=SCRATCHPAD_WASI_CC");
+    println!("cargo:rerun-if-env-changed=PATH");
 }
 
 /// Writes `TOOL_DOCS` (of `ToolDoc`, defined in `src/tools.rs`): for each function of the `tools` interface, its MCP name, its doc

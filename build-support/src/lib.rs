@@ -20,6 +20,20 @@ pub const TARGET: &str = "wasm32-wasip2";
 /// the build script again when `watched` (paths relative to the workspace root) change.
 /// Stops the build with one clear line when the target is missing or the build fails.
 pub fn build_component(package: &str, profile: &str, watched: &[&str], out: &Path) {
+    build_component_with(package, profile, &[], &[], watched, out);
+}
+
+/// [`build_component`] with cargo `features` and extra environment (`env`, for example the C
+/// compiler of [`wasi_c_toolchain`]). Paths of this machine are remapped in what the build
+/// embeds (panic locations), so the same sources give the same bytes in another folder.
+pub fn build_component_with(
+    package: &str,
+    profile: &str,
+    features: &[&str],
+    env: &[(String, String)],
+    watched: &[&str],
+    out: &Path,
+) {
     let root = workspace_root();
     for path in watched.iter().chain(&["wit", "Cargo.lock"]) {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
@@ -33,9 +47,11 @@ pub fn build_component(package: &str, profile: &str, watched: &[&str], out: &Pat
         .args(["build", "--package", package, "--profile", profile])
         .args(["--target", TARGET, "--target-dir"])
         .arg(&target_dir)
+        .args(features.iter().flat_map(|f| ["--features", f]))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env("CARGO_ENCODED_RUSTFLAGS", remapped_paths(&root))
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET")
@@ -53,6 +69,76 @@ pub fn build_component(package: &str, profile: &str, watched: &[&str], out: &Pat
         .join(profile_dir)
         .join(format!("{}.wasm", package.replace('-', "_")));
     fs::copy(&built, out).unwrap_or_else(|e| fail(&format!("copy {}: {e}", built.display())));
+}
+
+/// `--remap-path-prefix` for the workspace and cargo's home, as `CARGO_ENCODED_RUSTFLAGS`
+/// (flags separated by 0x1f).
+fn remapped_paths(root: &Path) -> String {
+    let mut flags = vec![format!(
+        "--remap-path-prefix={}=/scratchpad",
+        root.display()
+    )];
+    if let Some(home) = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+    {
+        flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
+    }
+    flags.join("\u{1f}")
+}
+
+/// The C compiler and archiver that build C code (SQLite) for [`TARGET`], as the variables
+/// the `cc` crate reads, or none when this machine has no C toolchain for WASI: clang and a
+/// WASI libc (Debian: `apt-get install clang lld wasi-libc`). Found by compiling a line of C.
+pub fn wasi_c_toolchain() -> Option<Vec<(String, String)>> {
+    let cc = env::var("SCRATCHPAD_WASI_CC").unwrap_or_else(|_| "clang".into());
+    let probe = env::temp_dir().join(format!("scratchpad-wasi-probe-{}.o", std::process::id()));
+    let compiles = Command::new(&cc)
+        .args(["--target=wasm32-wasi", "-x", "c", "-c", "-o"])
+        .arg(&probe)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .map(|mut stdin| {
+                    stdin.write_all(b"#include <stdio.h>\nint f(void) { return 0; }\n")
+                })
+                .transpose()?;
+            child.wait()
+        })
+        .is_ok_and(|status| status.success());
+    let _ = fs::remove_file(&probe);
+    let ar = [
+        "llvm-ar",
+        "llvm-ar-19",
+        "llvm-ar-16",
+        "llvm-ar-15",
+        "llvm-ar-14",
+    ]
+    .into_iter()
+    .find(|ar| {
+        Command::new(ar)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })?;
+    compiles.then(|| {
+        let target = TARGET.replace('-', "_");
+        vec![
+            (format!("CC_{target}"), cc),
+            (format!("AR_{target}"), ar.to_owned()),
+            (
+                format!("CFLAGS_{target}"),
+                "--target=wasm32-wasi".to_owned(),
+            ),
+        ]
+    })
 }
 
 /// The workspace root: the parent of the folder holding `Cargo.lock`, found from the

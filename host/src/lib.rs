@@ -19,6 +19,7 @@
 //! - [`settings`]: flags, environment, the config file and per-user defaults.
 //! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
 //! - [`private`]: files and folders created for their owner only (0600, 0700).
+//! - [`standalone`]: the self-contained components (tools and SQLite in one) it carries.
 
 pub mod bindings;
 pub mod gate;
@@ -32,6 +33,7 @@ pub mod resources;
 pub mod sandbox;
 pub mod service;
 pub mod settings;
+pub mod standalone;
 pub mod storage;
 pub mod summariser;
 mod tools;

@@ -94,12 +94,27 @@ enum Command {
         #[command(subcommand)]
         action: KeysAction,
     },
-    /// Write the tool-logic component (wasm32-wasip2) this binary runs, for embedding it in
-    /// another runtime; its interface is documented in wit/README.md
+    /// Write a WebAssembly component (wasm32-wasip2) for embedding the tools in another
+    /// runtime; its interface is documented in wit/README.md
+    ///
+    /// Without --standalone: the tool logic this binary runs, which imports its storage from
+    /// the embedder. With --standalone: the tools and their SQLite store in one component,
+    /// which needs only WASI and a preopened folder (the store is scratchpad.db there), e.g.
+    ///   scratchpad-mcp component --standalone --without-summariser --out pad.wasm
+    ///   wasmtime run --dir ./data::/store --invoke 'get-usage-stats("me")' pad.wasm
+    #[command(verbatim_doc_comment)]
     Component {
         /// Where to write it
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
+        /// The tools with SQLite compiled in: persistent in any WASI 0.2 runtime, no storage
+        /// code to write
+        #[arg(long)]
+        standalone: bool,
+        /// With --standalone: import nothing but WASI (summarize_file then answers
+        /// not-configured), for hosts that supply only WASI, such as `wasmtime run`
+        #[arg(long, requires = "standalone")]
+        without_summariser: bool,
     },
     /// Copy the store, consistently, while servers keep serving, into a new or empty folder
     /// with a manifest; the copy is verified before this reports success
@@ -388,8 +403,17 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
                 resolved.settings.store_name()
             );
         }
-        Command::Component { out } => {
-            std::fs::write(&out, scratchpad_mcp::sandbox::GUEST_COMPONENT)
+        Command::Component {
+            out,
+            standalone,
+            without_summariser,
+        } => {
+            let bytes = if standalone {
+                scratchpad_mcp::standalone::component(without_summariser)?
+            } else {
+                scratchpad_mcp::sandbox::GUEST_COMPONENT
+            };
+            std::fs::write(&out, bytes)
                 .with_context(|| format!("cannot write the component to {}", out.display()))?;
         }
         Command::Snapshot { dir } => {

@@ -1,0 +1,243 @@
+//! One open store in one folder, and the transaction every tool call runs in.
+//!
+//! Why it is shaped this way:
+//! - `journal_mode = DELETE` with `locking_mode = EXCLUSIVE`: WAL needs shared memory that
+//!   WASI does not have, except in exclusive locking mode; a rollback journal needs neither
+//!   and survives a kill at any point (the next open rolls back a half-written call). The
+//!   exclusive mode also lets this component open a store the server left in WAL mode, which
+//!   it converts; the server converts it back when it opens it.
+//! - SQLite's `unix-none` VFS: WASI has no `fcntl` locks, and SQLite's WASI build falls back
+//!   to a lock folder that a killed process leaves behind, which would refuse the store for
+//!   good; the lease is the lock instead.
+//! - `synchronous = FULL`: a call is on disk when it answers, as on the server.
+//! - Each call is one `BEGIN IMMEDIATE` … `COMMIT`, committed only when the tool answered
+//!   without an error and the lease (see [`crate::lease`]) is still this process's. An error
+//!   rolls it back. A trap leaves it uncommitted: the embedder drops the instance and makes a
+//!   new one, whose first call rolls the journal back.
+
+use crate::lease::{LEASE, Lease, LeaseError};
+use scratchpad_guest::limits::NO_OVERRIDES;
+use scratchpad_guest::{LimitOverrides, StorageError, ToolError};
+use scratchpad_store::rows::{self, Tally};
+use scratchpad_store::rusqlite::{Connection, OpenFlags};
+use scratchpad_store::schema::migrate;
+use scratchpad_store::storage::Tx;
+use std::path::Path;
+
+/// The store's file in the folder.
+pub const DB_FILE: &str = "scratchpad.db";
+/// The lease's file in the folder.
+pub const LEASE_FILE: &str = "scratchpad.lease";
+
+/// Why the store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process holds the folder.
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    /// SQLite could not open or upgrade the file.
+    #[error("the store cannot be opened: {0}")]
+    Store(#[from] scratchpad_store::Error),
+}
+
+/// An open store.
+pub struct Pad {
+    conn: Connection,
+    lease: Lease,
+    limits: LimitOverrides,
+}
+
+impl Pad {
+    /// Opens (creating if needed) the store in `folder` for the process `token`, waiting out
+    /// another process's lease for at most [`LEASE`].
+    pub fn open(folder: &Path, token: u64) -> Result<Self, OpenError> {
+        let lease = Lease::take(&folder.join(LEASE_FILE), token, LEASE)?;
+        let open = || -> Result<Connection, scratchpad_store::Error> {
+            // SQLite's WASI build locks with a lock folder that a killed process leaves
+            // behind for good; the lease does the locking instead.
+            let conn = Connection::open_with_flags_and_vfs(
+                folder.join(DB_FILE),
+                OpenFlags::default(),
+                "unix-none",
+            )?;
+            conn.execute_batch(
+                "PRAGMA locking_mode = EXCLUSIVE;
+                 PRAGMA journal_mode = DELETE;
+                 PRAGMA synchronous = FULL;",
+            )?;
+            conn.set_prepared_statement_cache_capacity(32);
+            migrate(&conn)?;
+            Ok(conn)
+        };
+        match open() {
+            Ok(conn) => Ok(Self {
+                conn,
+                lease,
+                limits: NO_OVERRIDES,
+            }),
+            Err(e) => {
+                lease.release();
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Sets every agent's limits for the calls after this one.
+    pub fn set_limits(&mut self, limits: LimitOverrides) {
+        self.limits = limits;
+    }
+
+    /// Runs one tool call for `agent` in its own transaction: committed, and counted as one
+    /// operation, only when `run` succeeds and the lease is still held.
+    pub fn call<R>(
+        &self,
+        agent: &str,
+        run: impl FnOnce(&Tx<'_>) -> Result<R, ToolError>,
+    ) -> Result<R, ToolError> {
+        self.lease.renew().map_err(lease_failure)?;
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| storage_failure(e.into()))?;
+        let answer = run(&Tx::new(&self.conn, self.limits)).and_then(|answer| {
+            let counted = Tally {
+                operations: 1,
+                ..Tally::default()
+            };
+            rows::count(&self.conn, agent, counted).map_err(storage_failure)?;
+            self.lease.renew().map_err(lease_failure)?;
+            self.conn
+                .execute_batch("COMMIT")
+                .map_err(|e| storage_failure(e.into()))?;
+            Ok(answer)
+        });
+        if answer.is_err() && !self.conn.is_autocommit() {
+            // Nothing of a failed call stays; if even the rollback fails, the journal
+            // undoes the call when the store is next opened.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        answer
+    }
+
+    /// Whether this process still holds the store (another may have taken it over).
+    pub fn held(&self) -> bool {
+        self.lease.renew().is_ok()
+    }
+
+    /// Closes the store and frees the folder for another process at once.
+    pub fn close(self) {
+        drop(self.conn);
+        self.lease.release();
+    }
+}
+
+fn storage_failure(e: scratchpad_store::Error) -> ToolError {
+    ToolError::Storage(e.into())
+}
+
+fn lease_failure(e: LeaseError) -> ToolError {
+    ToolError::Storage(StorageError::Other(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scratchpad_guest::api::{ReadBody, ReadFileRequest, WriteFileRequest};
+    use scratchpad_guest::names::AgentId;
+    use scratchpad_guest::{Storage, tools};
+
+    fn write(content: &str) -> WriteFileRequest {
+        WriteFileRequest {
+            agent_id: "a".into(),
+            path: "notes.md".into(),
+            content: content.into(),
+            expected_version: None,
+        }
+    }
+
+    fn read() -> ReadFileRequest {
+        ReadFileRequest {
+            agent_id: "a".into(),
+            path: "notes.md".into(),
+            since_version: None,
+            full_diff: false,
+            offset: None,
+            limit: None,
+            column: None,
+        }
+    }
+
+    fn content(pad: &Pad) -> String {
+        match pad.call("a", |s| tools::read_file(s, read())).unwrap().body {
+            ReadBody::Content(whole) => whole.content,
+            ReadBody::Diff(d) => panic!("asked for content, got {d:?}"),
+        }
+    }
+
+    #[test]
+    fn a_call_is_committed_counted_and_still_there_after_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let pad = Pad::open(dir.path(), 1).unwrap();
+        let written = pad
+            .call("a", |s| tools::write_file(s, write("one\n")))
+            .unwrap();
+        assert_eq!(written.version, 1);
+        pad.close();
+        let pad = Pad::open(dir.path(), 2).expect("close freed the folder at once");
+        assert_eq!(content(&pad), "one\n");
+        let usage = pad
+            .call("a", |s| tools::get_usage_stats(s, "a"))
+            .unwrap()
+            .usage;
+        assert_eq!(
+            usage.total_operations, 2,
+            "the write and the read: a call counts once it commits"
+        );
+        assert_eq!((usage.file_count, usage.total_bytes), (1, 4));
+    }
+
+    #[test]
+    fn a_failed_call_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let pad = Pad::open(dir.path(), 1).unwrap();
+        pad.call("a", |s| tools::write_file(s, write("kept\n")))
+            .unwrap();
+        let failed = pad.call("a", |s| {
+            tools::write_file(s, write("lost\n"))?;
+            Err::<(), _>(ToolError::InvalidArgument("fails after writing".into()))
+        });
+        assert_eq!(
+            failed,
+            Err(ToolError::InvalidArgument("fails after writing".into()))
+        );
+        assert_eq!(content(&pad), "kept\n");
+        let usage = pad
+            .call("a", |s| {
+                let agent = AgentId::parse("a")?;
+                s.get_usage(&agent).map_err(ToolError::Storage)
+            })
+            .unwrap();
+        assert_eq!(usage.total_bytes, 5, "only the kept version counts");
+    }
+
+    #[test]
+    fn a_call_after_another_process_took_the_store_over_fails_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let pad = Pad::open(dir.path(), 1).unwrap();
+        pad.call("a", |s| tools::write_file(s, write("mine\n")))
+            .unwrap();
+        // Another process found the lease lapsed and took it.
+        std::fs::write(dir.path().join(LEASE_FILE), "2 0\n").unwrap();
+        let refused = pad.call("a", |s| tools::write_file(s, write("late\n")));
+        let Err(ToolError::Storage(StorageError::Other(message))) = refused else {
+            panic!("expected a storage error, got {refused:?}");
+        };
+        assert!(
+            message.contains("another process took this store over"),
+            "{message}"
+        );
+        assert!(!pad.held());
+        drop(pad);
+        std::fs::remove_file(dir.path().join(LEASE_FILE)).unwrap();
+        assert_eq!(content(&Pad::open(dir.path(), 3).unwrap()), "mine\n");
+    }
+}
