@@ -1,317 +1,126 @@
-"""The scratchpad component embedded in Python with wasmtime-py.
+"""The self-contained scratchpad component in Python, with wasmtime-py.
 
-The component holds every rule (paths, versions, diffs, paging, quotas, summary caching);
-this file supplies what it imports: a storage (here: dictionaries in memory) and a
-summariser (here: a fixed answer; call your model there). Copy it and swap those two parts.
+The component holds every rule and its own SQLite store; this file only gives it a folder,
+limits, and (if you want summaries) a summariser, and calls it:
 
     from scratchpad import Scratchpad
-    pad = Scratchpad("scratchpad.wasm")  # from `scratchpad-mcp component --out scratchpad.wasm`
-    pad.call("write-file", {"agent-id": "a", "path": "plan.md", "content": "..."})
+    pad = Scratchpad("scratchpad.wasm", "data")  # scratchpad-mcp component --standalone --out scratchpad.wasm
+    pad.call("write-file", {"agent-id": "a", "path": "plan.md", "content": "...", "expected-version": None})
+    pad.close()
 
-Values go in and come out in one JSON form (see tests/conformance/cases.json): records are
-dicts keyed by WIT field names, option none is None, variants and results are
-{"tag": case, "val": payload}, enums are their case names.
+Everything written is in data/scratchpad.db, and there after a restart (a store the server
+serves too: `scratchpad-mcp --db data/scratchpad.db verify`). Values go in and come out in
+one JSON form (wit_values.py).
+
+Each call runs under a CPU budget (wasmtime fuel) and a memory cap. A call that traps (the
+budget ran out, a bug) raises, and its instance is dropped: the next call runs on a fresh
+one, whose SQLite journal rolls back whatever the trapped call had started.
 """
 
-import copy
-import re
-from datetime import datetime, timezone
+import secrets
 
-from wasmtime import Engine, Store, WasiConfig
-from wasmtime.component import (
-    Component, Linker, ListType, OptionType, Record, RecordType, ResultType, TupleType,
-    Variant, VariantType,
-)
+from wasmtime import Config, Engine, Store, WasiConfig
+from wasmtime.component import Component, Linker
+
+from wit_values import record, to_json, to_wit
 
 PACKAGE = "scratchpad:mcp"
 VERSION = "0.1.0"
 
+#: Fuel a call may burn: about 10 s of the tools' own work on one core, far above any
+#: legitimate call (a 1 MiB write with its diff takes well under 1% of it).
+CALL_FUEL = 20_000_000_000
+#: Memory one instance may grow to, as on the server.
+MEMORY_LIMIT = 256 * 1024 * 1024
 
-def now():
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def record(**fields):
-    """A WIT record: Python names with '_' become WIT names with '-'."""
-    r = Record()
-    for name, value in fields.items():
-        setattr(r, name.replace("_", "-"), value)
-    return r
+_engine = None
+_compiled = {}
 
 
-class MemoryStorage:
-    """`scratchpad:mcp/storage` in memory. Every call names the agent of the tool call."""
-
-    def __init__(self, limits=None):
-        self.files = {}      # (agent, path) -> {"last": n, "versions": {n: (content, time)}, "updated": time}
-        self.logs = {}       # (agent, path) -> [(id, entry, time)]
-        self.log_meta = {}   # (agent, path) -> {"last": n, "keep-last": k, "max-age-seconds": s}
-        self.summaries = {}  # (agent, path, version, model) -> text
-        self.usage = {}      # agent -> counters
-        self.limits = limits or {}
-
-    def counters(self, agent):
-        return self.usage.setdefault(agent, {"total-bytes": 0, "file-count": 0, "log-entry-count": 0, "total-operations": 0})
-
-    def stat_file(self, agent, path):
-        f = self.files.get((agent, path))
-        if f is None:
-            return None
-        kept = [record(version=v, bytes=len(c.encode()), created_at=t) for v, (c, t) in sorted(f["versions"].items())]
-        return record(last_version=f["last"], kept=kept)
-
-    def read_version(self, agent, path, version):
-        f = self.files.get((agent, path))
-        kept = f and f["versions"].get(version)
-        return kept[0] if kept else None
-
-    def put_version(self, agent, path, version, content):
-        f = self.files.setdefault((agent, path), {"last": 0, "versions": {}, "updated": None})
-        if version <= f["last"]:
-            raise ValueError(f"version {version} of {path} is not above {f['last']}")
-        if not f["versions"]:
-            self.counters(agent)["file-count"] += 1
-        f["last"], f["updated"] = version, now()
-        f["versions"][version] = (content, f["updated"])
-        self.counters(agent)["total-bytes"] += len(content.encode())
-
-    def prune_versions(self, agent, path, keep_from):
-        f = self.files[(agent, path)]
-        for v in [v for v in f["versions"] if v < keep_from]:
-            self.counters(agent)["total-bytes"] -= len(f["versions"].pop(v)[0].encode())
-            for key in [k for k in self.summaries if k[:3] == (agent, path, v)]:
-                del self.summaries[key]
-
-    def delete_file(self, agent, path):
-        f = self.files.get((agent, path))
-        if not f or not f["versions"]:
-            return False
-        self.prune_versions(agent, path, f["last"] + 1)
-        self.counters(agent)["file-count"] -= 1
-        return True
-
-    def list_files(self, agent, prefix):
-        found = []
-        for (a, p), f in sorted(self.files.items(), key=lambda item: item[0][1].encode()):
-            if a == agent and f["versions"] and p.startswith(prefix):
-                v = max(f["versions"])
-                found.append(record(path=p, version=v, bytes=len(f["versions"][v][0].encode()), updated_at=f["updated"]))
-        return found
-
-    def meta(self, agent, path):
-        return self.log_meta.setdefault((agent, path), {"last": 0, "keep-last": None, "max-age-seconds": None})
-
-    def append_log(self, agent, path, entry, size):
-        meta = self.meta(agent, path)
-        meta["last"] += 1
-        self.logs.setdefault((agent, path), []).append((meta["last"], entry, now()))
-        c = self.counters(agent)
-        c["total-bytes"] += size
-        c["log-entry-count"] += 1
-        return meta["last"]
-
-    def log_info(self, agent, path):
-        meta = self.meta(agent, path)
-        retention = record(keep_last=meta["keep-last"], max_age_seconds=meta["max-age-seconds"])
-        return record(last_id=meta["last"], entries=len(self.logs.get((agent, path), [])), retention=retention)
-
-    def set_log_retention(self, agent, path, retention):
-        meta = self.meta(agent, path)
-        meta["keep-last"], meta["max-age-seconds"] = getattr(retention, "keep-last"), getattr(retention, "max-age-seconds")
-
-    def trim_log(self, agent, path, before, older_than_seconds):
-        cutoff = None
-        if older_than_seconds is not None:
-            cutoff = datetime.fromtimestamp(datetime.now(timezone.utc).timestamp() - older_than_seconds, timezone.utc)
-            cutoff = cutoff.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        log = self.logs.get((agent, path), [])
-        gone = [e for e in log if e[0] < before or (cutoff is not None and e[2] < cutoff)]
-        self.logs[(agent, path)] = [e for e in log if e not in gone]
-        c = self.counters(agent)
-        c["total-bytes"] -= sum(len(e[1].payload.encode()) for e in gone)
-        c["log-entry-count"] -= len(gone)
-        return len(gone)
-
-    def read_log(self, agent, path, after, limit):
-        log = self.logs.get((agent, path), [])
-        return [record(id=i, entry=e, created_at=t) for i, e, t in log if i > after][:limit]
-
-    def get_usage(self, agent):
-        return record(**{k.replace("-", "_"): v for k, v in self.counters(agent).items()})
-
-    def cached_summary(self, agent, path, version, model):
-        return self.summaries.get((agent, path, version, model))
-
-    def put_summary(self, agent, path, version, model, summary):
-        self.summaries[(agent, path, version, model)] = summary
-
-    def search(self, agent, terms, match_all, prefix, limit, offset):
-        """Current file versions and log entries holding all (or any) of `terms`, most
-        occurrences first. A real store would use its full-text index (SQLite FTS5, say)."""
-        def score(text):
-            words = re.findall(r"[^\W_]+", text.lower())
-            held = [t in words for t in terms]
-            if not (all(held) if match_all else any(held)):
-                return None
-            return sum(w in terms for w in words)
-
-        hits = []
-        for (a, path), f in self.files.items():
-            if a == agent and f["versions"] and path.startswith(prefix):
-                version = max(f["versions"])
-                n = score(f["versions"][version][0])
-                if n is not None:
-                    hits.append((n, record(path=path, at=Variant("file", version))))
-        for (a, path), log in self.logs.items():
-            if a == agent and path.startswith(prefix):
-                for entry_id, entry, _ in log:
-                    n = score(entry.payload)
-                    if n is not None:
-                        hits.append((n, record(path=path, at=Variant("log-entry", entry_id))))
-        hits.sort(key=lambda hit: -hit[0])
-        return [m for _, m in hits[offset:offset + limit]]
-
-    def get_limits(self, agent):
-        names = ["max-files", "max-log-entries", "max-total-bytes", "max-write-bytes",
-                 "max-log-entry-bytes", "versions-kept", "log-page-size", "max-response-tokens"]
-        return record(**{n.replace("-", "_"): self.limits.get(n) for n in names})
+def compiled(wasm_path):
+    """The component at `wasm_path`, compiled once per process (compiling takes a second or
+    two; instantiating, milliseconds), on one engine that meters fuel."""
+    global _engine
+    if _engine is None:
+        config = Config()
+        config.consume_fuel = True
+        _engine = Engine(config)
+    if wasm_path not in _compiled:
+        _compiled[wasm_path] = Component.from_file(_engine, wasm_path)
+    return _engine, _compiled[wasm_path]
 
 
-class FixedSummariser:
-    """`scratchpad:mcp/summariser`: put a call to your model here. An error is returned as
-    the `summariser-error` variant, e.g. when no API key is set."""
-
-    def __init__(self, configured=True):
-        self.configured = configured
-
-    def model(self):
-        return "conformance-model"
-
-    def summarise(self, request):
-        if not self.configured:
-            return Variant("not-configured", "no API key")
-        return "A fixed summary."
+LIMIT_NAMES = ["max-files", "max-log-entries", "max-total-bytes", "max-write-bytes",
+               "max-log-entry-bytes", "versions-kept", "log-page-size", "max-response-tokens"]
 
 
 class Scratchpad:
-    """The component, its imports linked to a storage and a summariser."""
+    """The component over the store in `folder`.
 
-    def __init__(self, wasm_path, storage=None, summariser=None):
-        self.storage = storage or MemoryStorage()
-        self.summariser = summariser or FixedSummariser()
-        self.agent = None
-        engine = Engine()
-        self.component = Component.from_file(engine, wasm_path)
-        linker = Linker(engine)
-        linker.add_wasip2()
-        with linker.root() as root:
-            with root.add_instance(f"{PACKAGE}/types@{VERSION}"):
-                pass
-            with root.add_instance(f"{PACKAGE}/storage@{VERSION}") as storage_api:
-                for name in ["stat-file", "read-version", "put-version", "prune-versions",
-                             "delete-file", "list-files", "append-log", "read-log",
-                             "get-usage", "cached-summary", "put-summary", "limits", "search",
-                             "log-info", "set-log-retention", "trim-log"]:
-                    storage_api.add_func(name, self._storage_func(name))
-            with root.add_instance(f"{PACKAGE}/summariser@{VERSION}") as model_api:
-                model_api.add_func("model", lambda _store: self.summariser.model())
-                model_api.add_func("summarise", lambda _store, request: self.summariser.summarise(request))
-        self.linker = linker
-        self.engine = engine
+    `summariser` has `model()` and `summarise(request)` (return the text, or a
+    `Variant("not-configured" | "unauthorized" | "unavailable" | "failed", message)`); a
+    component built `--without-summariser` needs none. `limits` sets the server's `[limits]`
+    by their WIT names (for example {"versions-kept": 3}); the rest keep their defaults.
+    """
 
-    def _storage_func(self, name):
-        method = getattr(self.storage, "get_limits" if name == "limits" else name.replace("-", "_"))
+    def __init__(self, wasm_path, folder, summariser=None, limits=None,
+                 fuel=CALL_FUEL, memory=MEMORY_LIMIT):
+        self.engine, self.component = compiled(str(wasm_path))
+        self.folder, self.fuel, self.memory = str(folder), fuel, memory
+        self.limits = record(**{n.replace("-", "_"): (limits or {}).get(n) for n in LIMIT_NAMES})
+        self.linker = Linker(self.engine)
+        self.linker.add_wasip2()
+        if summariser is not None:
+            with self.linker.root() as root:
+                with root.add_instance(f"{PACKAGE}/types@{VERSION}"):
+                    pass
+                with root.add_instance(f"{PACKAGE}/summariser@{VERSION}") as api:
+                    api.add_func("model", lambda _store: summariser.model())
+                    api.add_func("summarise", lambda _store, request: summariser.summarise(request))
+        self.instance = None
+        # One lease token for every instance of this object: after a trap the next instance
+        # resumes the lease at once instead of waiting for it to lapse.
+        self.lease_token = str(secrets.randbits(63))
 
-        def call(_store, agent, *args):
-            # The embedder's one duty: a call may touch only its own agent's data.
-            if agent != self.agent:
-                raise PermissionError(f"storage request for agent {agent!r} in a call for {self.agent!r}")
-            return method(agent, *args)
-        return call
+    def _instantiate(self):
+        store = Store(self.engine)
+        wasi = WasiConfig()
+        wasi.preopen_dir(self.folder, "/store")
+        wasi.env = [("SCRATCHPAD_LEASE_TOKEN", self.lease_token)]
+        store.set_wasi(wasi)
+        store.set_limits(memory_size=self.memory)
+        store.set_fuel(self.fuel)
+        instance = self.linker.instantiate(store, self.component)
+        self.instance = (store, instance)
+        self._settings("set-limits")(store, self.limits)
+
+    def _export(self, interface, name):
+        store, instance = self.instance
+        index = instance.get_export_index(store, f"{PACKAGE}/{interface}@{VERSION}")
+        return instance.get_func(store, instance.get_export_index(store, name, index))
+
+    def _settings(self, name):
+        return self._export("settings", name)
 
     def call(self, tool, *args):
-        """Calls a tool on a fresh instance; a failed call changes nothing."""
-        first = args[0]
-        self.agent = first if isinstance(first, str) else first["agent-id"]
-        saved = copy.deepcopy(self.storage.__dict__)
-        store = Store(self.engine)
-        store.set_wasi(WasiConfig())
-        instance = self.linker.instantiate(store, self.component)
-        tools = instance.get_export_index(store, f"{PACKAGE}/tools@{VERSION}")
-        func = instance.get_func(store, instance.get_export_index(store, tool, tools))
+        """Calls a tool with arguments in the JSON form; returns {"tag": "ok"|"err", "val": ...}."""
+        if self.instance is None:
+            self._instantiate()
+        store, _ = self.instance
+        func = self._export("tools", tool)
         ty = func.type(store)
         params = [to_wit(t, a) for (_, t), a in zip(ty.params, args)]
-        answer = to_json(ty.result, func(store, *params))
-        if answer["tag"] == "ok":
-            self.storage.counters(self.agent)["total-operations"] += 1
-        else:
-            self.storage.__dict__ = saved
-        return answer
+        store.set_fuel(self.fuel)
+        try:
+            return to_json(ty.result, func(store, *params))
+        except Exception:
+            # A trapped instance is done for; the next call starts a fresh one.
+            self.instance = None
+            raise
 
-
-def cases_of(ty):
-    return [("ok", ty.ok), ("err", ty.err)] if isinstance(ty, ResultType) else ty.cases
-
-
-def classes(ty):
-    found = set()
-    if ty is None:
-        found.add(object)
-    else:
-        ty.add_classes(found)
-    return found
-
-
-def tagged(cases):
-    """wasmtime-py passes a variant as `Variant` only when its cases' Python types overlap."""
-    seen = set()
-    for _, ty in cases:
-        if classes(ty) & seen:
-            return True
-        seen |= classes(ty)
-    return False
-
-
-def is_case(ty, value):
-    """Whether an untagged variant's `value` is of the case whose payload type is `ty`."""
-    return value is None if ty is None else isinstance(value, tuple(classes(ty)))
-
-
-def to_wit(ty, value):
-    """A JSON-form value as wasmtime-py wants a value of type `ty`."""
-    if isinstance(ty, RecordType):
-        r = Record()
-        for name, field in ty.fields:
-            setattr(r, name, to_wit(field, value[name]))
-        return r
-    if isinstance(ty, OptionType):
-        return None if value is None else to_wit(ty.payload, value)
-    if isinstance(ty, ListType):
-        return [to_wit(ty.element, v) for v in value]
-    if isinstance(ty, (VariantType, ResultType)):
-        cases = cases_of(ty)
-        case = dict(cases)[value["tag"]]
-        payload = None if case is None else to_wit(case, value.get("val"))
-        return Variant(value["tag"], payload) if tagged(cases) else payload
-    return value
-
-
-def to_json(ty, value):
-    """A value of type `ty` from wasmtime-py in the JSON form."""
-    if isinstance(ty, RecordType):
-        return {name: to_json(field, getattr(value, name)) for name, field in ty.fields}
-    if isinstance(ty, OptionType):
-        return None if value is None else to_json(ty.payload, value)
-    if isinstance(ty, ListType):
-        return [to_json(ty.element, v) for v in value]
-    if isinstance(ty, TupleType):
-        return [to_json(t, v) for t, v in zip(ty.elements, value)]
-    if isinstance(ty, (VariantType, ResultType)):
-        cases = cases_of(ty)
-        if tagged(cases):
-            tag, payload = value.tag, value.payload
-        else:
-            tag, payload = next((n, value) for n, t in cases if is_case(t, value))
-        case = dict(cases)[tag]
-        return {"tag": tag} if case is None else {"tag": tag, "val": to_json(case, payload)}
-    return value  # strings, numbers, booleans and enum case names are themselves
+    def close(self):
+        """Closes the store: another process may open the folder at once."""
+        if self.instance is not None:
+            store, _ = self.instance
+            self._settings("close")(store)
+            self.instance = None

@@ -74,12 +74,24 @@ fn folder() -> Result<PathBuf, ToolError> {
         })
 }
 
+/// The variable by which an embedder gives all its instances one lease token, so that an
+/// instance made after a trap resumes the lease of the one that trapped at once.
+const LEASE_TOKEN_VAR: &str = "SCRATCHPAD_LEASE_TOKEN";
+
+/// This instance's lease token: the embedder's, or a random one.
+fn lease_token() -> u64 {
+    std::env::var(LEASE_TOKEN_VAR)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(wasip2::random::random::get_random_u64)
+}
+
 /// Runs one call in the store's transaction, opening the store first if need be.
 fn call<R>(agent: &str, run: impl FnOnce(&Tx<'_>) -> Result<R, ToolError>) -> Result<R, ToolError> {
     PAD.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            let token = wasip2::random::random::get_random_u64();
+            let token = lease_token();
             let mut pad = Pad::open(&folder()?, token)
                 .map_err(|e| ToolError::Storage(StorageError::Other(e.to_string())))?;
             pad.set_limits(LIMITS.get());

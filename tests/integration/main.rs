@@ -19,6 +19,7 @@ mod ops;
 mod postgres;
 mod sandbox;
 mod search;
+mod standalone;
 mod standin;
 mod storage;
 mod summaries;
