@@ -20,7 +20,7 @@ one, whose SQLite journal rolls back whatever the trapped call had started.
 import secrets
 
 from wasmtime import Config, Engine, Store, WasiConfig
-from wasmtime.component import Component, Linker
+from wasmtime.component import Component, Linker, Variant
 
 from wit_values import record, to_json, to_wit
 
@@ -54,12 +54,22 @@ LIMIT_NAMES = ["max-files", "max-log-entries", "max-total-bytes", "max-write-byt
                "max-log-entry-bytes", "versions-kept", "log-page-size", "max-response-tokens"]
 
 
+class NoSummariser:
+    """No model: summarize_file says so, and every other tool works."""
+
+    def model(self):
+        return "none"
+
+    def summarise(self, request):
+        return Variant("not-configured", "summarize_file needs a summariser: pass one to Scratchpad(...)")
+
+
 class Scratchpad:
     """The component over the store in `folder`.
 
     `summariser` has `model()` and `summarise(request)` (return the text, or a
-    `Variant("not-configured" | "unauthorized" | "unavailable" | "failed", message)`); a
-    component built `--without-summariser` needs none. `limits` sets the server's `[limits]`
+    `Variant("not-configured" | "unauthorized" | "unavailable" | "failed", message)`); with
+    none, summarize_file answers not-configured, as the server does without a key. `limits` sets the server's `[limits]`
     by their WIT names (for example {"versions-kept": 3}); the rest keep their defaults.
     """
 
@@ -70,13 +80,13 @@ class Scratchpad:
         self.limits = record(**{n.replace("-", "_"): (limits or {}).get(n) for n in LIMIT_NAMES})
         self.linker = Linker(self.engine)
         self.linker.add_wasip2()
-        if summariser is not None:
-            with self.linker.root() as root:
-                with root.add_instance(f"{PACKAGE}/types@{VERSION}"):
-                    pass
-                with root.add_instance(f"{PACKAGE}/summariser@{VERSION}") as api:
-                    api.add_func("model", lambda _store: summariser.model())
-                    api.add_func("summarise", lambda _store, request: summariser.summarise(request))
+        summariser = summariser or NoSummariser()
+        with self.linker.root() as root:
+            with root.add_instance(f"{PACKAGE}/types@{VERSION}"):
+                pass
+            with root.add_instance(f"{PACKAGE}/summariser@{VERSION}") as api:
+                api.add_func("model", lambda _store: summariser.model())
+                api.add_func("summarise", lambda _store, request: summariser.summarise(request))
         self.instance = None
         # One lease token for every instance of this object: after a trap the next instance
         # resumes the lease at once instead of waiting for it to lapse.

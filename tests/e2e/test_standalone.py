@@ -1,0 +1,115 @@
+"""The self-contained component in a real embedding (wasmtime-py, examples/python): what a
+kill -9 leaves, two processes on one folder, and the server's verdict on the store.
+
+The component comes from `scratchpad-mcp component --standalone`; a build without it (no C
+compiler for WASI) skips these tests, unless SCRATCHPAD_REQUIRE_STANDALONE is set.
+"""
+
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from helpers import WAIT_SECONDS, run_cli
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "examples" / "python"))
+from scratchpad import Scratchpad  # noqa: E402
+
+CHILD = HERE / "standalone_child.py"
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """The self-contained component with the summariser import, written by the binary."""
+    out = tmp_path_factory.mktemp("component") / "standalone.wasm"
+    status, _, stderr = run_cli("component", "--standalone", "--out", out)
+    if status != 0:
+        if os.environ.get("SCRATCHPAD_REQUIRE_STANDALONE"):
+            pytest.fail(f"SCRATCHPAD_REQUIRE_STANDALONE is set: {stderr}")
+        pytest.skip(stderr.strip())
+    return out
+
+
+def child(mode, component, folder, *more):
+    return subprocess.Popen([sys.executable, str(CHILD), mode, str(component), str(folder), *map(str, more)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def read(pad, path):
+    answer = pad.call("read-file", {"agent-id": "a", "path": path, "since-version": None, "full-diff": False,
+                                    "offset": None, "limit": None, "column": None})
+    assert answer["tag"] == "ok", answer
+    return answer["val"]["body"]["val"]["content"]
+
+
+def test_kill_9_loses_no_acknowledged_write(standalone, tmp_path):
+    seed = int(os.environ.get("SCRATCHPAD_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    folder = tmp_path / "store"
+    folder.mkdir()
+    kills = [rng.randrange(5, 60) for _ in range(3)]
+    print(f"SCRATCHPAD_SEED={seed}: {len(kills)} kills after {kills} acknowledged writes")
+    acknowledged = []
+    for round, after in enumerate(kills):
+        writer = child("writer", standalone, folder, 1000 * round)
+        for _ in range(after):
+            line = writer.stdout.readline()
+            assert line, "the writer died before it was killed"
+            acknowledged.append(int(line))
+        # It is writing the next one (or between two): kill it wherever it is.
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        pad = Scratchpad(standalone, folder)  # waits out the dead writer's lease (5 s at most)
+        for i in acknowledged:
+            assert read(pad, f"n{i}.md") == f"content {i}\n"
+        pad.close()
+        status, _, stderr = run_cli("--db", folder / "scratchpad.db", "verify")
+        assert status == 0, stderr
+    assert len(acknowledged) == sum(kills)
+
+
+def test_a_second_process_is_refused_clearly_while_the_first_holds_the_store(standalone, tmp_path):
+    holder = child("holder", standalone, tmp_path)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        started = time.monotonic()
+        pad = Scratchpad(standalone, tmp_path)
+        refused = pad.call("get-usage-stats", "a")
+        waited = time.monotonic() - started
+        assert refused["tag"] == "err", refused
+        message = refused["val"]["val"]["val"]
+        assert "in use by another process" in message, message
+        assert 4 < waited < WAIT_SECONDS, f"waited {waited:.1f} s for the holder's lease"
+        holder.stdin.close()
+        assert holder.stdout.readline().strip() == "closed"
+        # The holder closed the store: the folder is free at once, with its write in it.
+        started = time.monotonic()
+        assert read(pad, "nheld.md") == "content held\n"
+        assert time.monotonic() - started < 2
+        pad.close()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_trapped_call_is_rolled_back_and_the_next_instance_carries_on(standalone, tmp_path):
+    pad = Scratchpad(standalone, tmp_path)
+    first = pad.call("write-file", {"agent-id": "a", "path": "big.md", "content": "small\n", "expected-version": None})
+    assert first["tag"] == "ok"
+    # A 1 MiB write is far beyond this budget: the call traps.
+    pad.fuel, budget = 200_000, pad.fuel
+    big = "x\n" * (512 * 1024)
+    with pytest.raises(Exception, match="fuel"):
+        pad.call("write-file", {"agent-id": "a", "path": "big.md", "content": big, "expected-version": None})
+    pad.fuel = budget
+    started = time.monotonic()
+    assert read(pad, "big.md") == "small\n", "the trapped write left nothing"
+    assert time.monotonic() - started < 2, "the new instance resumed the lease at once"
+    pad.close()
+    status, _, stderr = run_cli("--db", tmp_path / "scratchpad.db", "verify")
+    assert status == 0, stderr
