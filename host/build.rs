@@ -14,7 +14,7 @@
 //! `SCRATCHPAD_STANDALONE_WASI_WASM` do the same for step 3.
 
 use build_support::{
-    build_component, build_component_with, fail, wasi_c_toolchain, workspace_root,
+    STANDALONE_VARIANTS, build_component, build_standalone, fail, wasi_c_toolchain, workspace_root,
 };
 use std::env;
 use std::fmt::Write as _;
@@ -44,38 +44,43 @@ fn main() {
     write_standalone(&out_dir);
 }
 
-/// The two self-contained components, or empty files where this machine cannot build them.
+/// The two self-contained components: prebuilt ones when given, built when this machine has
+/// a C compiler for WASI, else empty files (the binary then says how to get them).
 fn write_standalone(out_dir: &Path) {
-    let variants = [
-        ("SCRATCHPAD_STANDALONE_WASM", "standalone.wasm", &[][..]),
-        (
-            "SCRATCHPAD_STANDALONE_WASI_WASM",
-            "standalone-wasi.wasm",
-            &["without-summariser"][..],
-        ),
-    ];
-    let toolchain = wasi_c_toolchain();
-    for (var, name, features) in variants {
-        let out = out_dir.join(name);
-        println!("cargo:rerun-if-env-changed={var}");
-        match (env::var_os(var), &toolchain) {
-            (Some(prebuilt), _) => {
-                println!("cargo:rerun-if-changed={}", Path::new(&prebuilt).display());
-                fs::copy(&prebuilt, &out).unwrap_or_else(|e| fail(&format!("copy {var}: {e}")));
-            }
-            (None, Some(cc)) => build_component_with(
-                "scratchpad-standalone",
-                "guest",
-                features,
-                cc,
-                &["standalone", "store", "guest/src", "guest/Cargo.toml"],
-                &out,
-            ),
-            (None, None) => fs::write(&out, b"").expect("write an empty standalone.wasm"),
-        }
-    }
     println!("cargo:rerun-if-env-changed=SCRATCHPAD_WASI_CC");
     println!("cargo:rerun-if-env-changed=PATH");
+    let prebuilt = [
+        ("SCRATCHPAD_STANDALONE_WASM", STANDALONE_VARIANTS[0].0),
+        ("SCRATCHPAD_STANDALONE_WASI_WASM", STANDALONE_VARIANTS[1].0),
+    ];
+    let given: Vec<_> = prebuilt
+        .iter()
+        .filter_map(|(var, name)| {
+            println!("cargo:rerun-if-env-changed={var}");
+            env::var_os(var).map(|path| (*var, path, *name))
+        })
+        .collect();
+    if given.len() == prebuilt.len() {
+        for (var, path, name) in given {
+            println!("cargo:rerun-if-changed={}", Path::new(&path).display());
+            fs::copy(&path, out_dir.join(name))
+                .unwrap_or_else(|e| fail(&format!("copy {var}: {e}")));
+        }
+        return;
+    }
+    if !given.is_empty() {
+        fail(
+            "give both SCRATCHPAD_STANDALONE_WASM and SCRATCHPAD_STANDALONE_WASI_WASM, or neither",
+        );
+    }
+    match wasi_c_toolchain() {
+        Some(toolchain) => build_standalone(out_dir, &toolchain),
+        None => {
+            for (name, _) in STANDALONE_VARIANTS {
+                fs::write(out_dir.join(name), b"").expect("write an empty component");
+            }
+        }
+    }
 }
 
 /// Writes `TOOL_DOCS` (of `ToolDoc`, defined in `src/tools.rs`): for each function of the `tools` interface, its MCP name, its doc

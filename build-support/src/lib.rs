@@ -40,7 +40,11 @@ pub fn build_component_with(
     }
     require_target();
 
-    let target_dir = root.join("target").join(format!("{package}-build"));
+    // SCRATCHPAD_COMPONENT_TARGET_DIR: a fresh folder, to check that a build from nothing
+    // gives the same bytes (scripts/standalone --check).
+    let target_dir = env::var_os("SCRATCHPAD_COMPONENT_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target").join(format!("{package}-build")));
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&root)
@@ -70,6 +74,28 @@ pub fn build_component_with(
         .join(format!("{}.wasm", package.replace('-', "_")));
     fs::copy(&built, out).unwrap_or_else(|e| fail(&format!("copy {}: {e}", built.display())));
 }
+
+/// The self-contained components, built into `out_dir` with the C `toolchain` of
+/// [`wasi_c_toolchain`]: `standalone.wasm` (importing the summariser) and
+/// `standalone-wasi.wasm` (importing nothing but WASI).
+pub fn build_standalone(out_dir: &Path, toolchain: &[(String, String)]) {
+    for (name, features) in STANDALONE_VARIANTS {
+        build_component_with(
+            "scratchpad-standalone",
+            "guest",
+            features,
+            toolchain,
+            &["standalone", "store", "guest/src", "guest/Cargo.toml"],
+            &out_dir.join(name),
+        );
+    }
+}
+
+/// The self-contained components' file names, with the features each is built with.
+pub const STANDALONE_VARIANTS: [(&str, &[&str]); 2] = [
+    ("standalone.wasm", &[]),
+    ("standalone-wasi.wasm", &["without-summariser"]),
+];
 
 /// `--remap-path-prefix` for the workspace and cargo's home, as `CARGO_ENCODED_RUSTFLAGS`
 /// (flags separated by 0x1f).

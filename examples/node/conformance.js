@@ -1,9 +1,16 @@
-// Runs the shared conformance cases against the component in Node (jco).
-//   node conformance.js ../../tests/conformance/cases.json
+// Runs the shared conformance cases in Node (jco).
+//   node conformance.js ../../tests/conformance/cases.json [--standalone] [--byo]
+//
+// --standalone: the self-contained component on real files, each group in a new folder,
+// restarted halfway (a new instance on the same folder), so every answer after the restart
+// comes from what the first half left on disk.
+// --byo: the tool-logic component over storage.js, the in-memory test double that holds
+// bring-your-own storage to the same contract.
 
-import { readFileSync } from 'node:fs';
-import { Scratchpad, fixedSummariser, unconfiguredSummariser } from './scratchpad.js';
-import { MemoryStorage } from './storage.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixedSummariser, unconfiguredSummariser } from './wit-values.js';
 
 // The cases' matching rule (see their "about"): "*" matches anything, objects key for key,
 // arrays item by item, a number only an equal integer.
@@ -21,7 +28,8 @@ function matches(want, got) {
   return want === got;
 }
 
-const cases = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const [casesFile, ...modes] = process.argv.slice(2);
+const cases = JSON.parse(readFileSync(casesFile, 'utf8'));
 for (const row of cases.matcher) {
   if (matches(row.want, row.got) !== row.matches) {
     console.error(`the matcher breaks the shared rule: ${JSON.stringify(row)}`);
@@ -29,21 +37,51 @@ for (const row of cases.matcher) {
   }
 }
 const steps = cases.groups.reduce((n, group) => n + group.steps.length, 0);
-let calls = 0;
-for (const group of cases.groups) {
-  const summariser = group.summariser === 'not-configured' ? unconfiguredSummariser : fixedSummariser;
-  const pad = new Scratchpad(new MemoryStorage(group.limits ?? {}), summariser);
-  group.steps.forEach((step, i) => {
-    const got = pad.call(step.call, ...step.args);
-    if (!matches(step.expect, got)) {
-      console.error(`${group.name} step ${i} (${step.call}):\n  want ${JSON.stringify(step.expect)}\n  got  ${JSON.stringify(got)}`);
+const summariserOf = (group) => (group.summariser === 'not-configured' ? unconfiguredSummariser : fixedSummariser);
+
+const runs = [];
+if (modes.includes('--byo')) {
+  const { ByoScratchpad } = await import('./byo.js');
+  const { MemoryStorage } = await import('./storage.js');
+  runs.push(['bring your own storage', (group) => new ByoScratchpad(new MemoryStorage(group.limits ?? {}), summariserOf(group)), false]);
+}
+const folders = mkdtempSync(join(tmpdir(), 'scratchpad-conformance-'));
+if (modes.includes('--standalone')) {
+  const { Scratchpad } = await import('./scratchpad.js');
+  runs.push(['self-contained, on files, restarted halfway',
+    (group) => new Scratchpad(join(folders, String(cases.groups.indexOf(group))), { summariser: summariserOf(group), limits: group.limits ?? {} }),
+    true]);
+}
+if (runs.length === 0) {
+  console.error('name a component: --standalone, --byo or both');
+  process.exit(2);
+}
+try {
+  for (const [label, open, restart] of runs) {
+    let calls = 0;
+    for (const group of cases.groups) {
+      let pad = open(group);
+      const half = Math.floor(group.steps.length / 2);
+      for (const [i, step] of group.steps.entries()) {
+        if (restart && i === half) {
+          pad.close();
+          pad = open(group);
+        }
+        const got = pad.call(step.call, ...step.args);
+        if (!matches(step.expect, got)) {
+          console.error(`${label}: ${group.name} step ${i} (${step.call}):\n  want ${JSON.stringify(step.expect)}\n  got  ${JSON.stringify(got)}`);
+          process.exit(1);
+        }
+        calls += 1;
+      }
+      pad.close();
+    }
+    if (calls !== steps) {
+      console.error(`${calls} of ${steps} steps ran`);
       process.exit(1);
     }
-    calls += 1;
-  });
+    console.log(`conformance: ${calls} calls, all as expected (Node, jco, ${label})`);
+  }
+} finally {
+  rmSync(folders, { recursive: true, force: true });
 }
-if (calls !== steps) {
-  console.error(`${calls} of ${steps} steps ran`);
-  process.exit(1);
-}
-console.log(`conformance: ${calls} calls, all as expected (Node, jco)`);

@@ -1,100 +1,93 @@
-// The scratchpad component in Node: transpiled by jco (`npm run transpile`), instantiated
-// fresh for every call with a storage and a summariser of your own.
+// The self-contained scratchpad component in Node: the tools and their SQLite store in one
+// component, transpiled by jco into gen/standalone (`npm run transpile`). This file only
+// gives it a folder, limits and (if you want summaries) a summariser, and calls it:
 //
 //   import { Scratchpad } from './scratchpad.js';
-//   const pad = new Scratchpad();
-//   pad.call('write-file', { 'agent-id': 'a', path: 'plan.md', content: '...' });
+//   const pad = new Scratchpad('data');
+//   pad.call('write-file', { 'agent-id': 'a', path: 'plan.md', content: '...', 'expected-version': null });
+//   pad.close();
 //
-// Values go in and come out in one JSON form (see tests/conformance/cases.json): records
-// keyed by WIT field names, option none as null, variants and results as {tag, val}.
+// Everything written is in data/scratchpad.db, and there after a restart (a store the server
+// serves too). What Node can and cannot bound: a call cannot be interrupted (V8 has no fuel
+// or epochs for a synchronous call; run the pad in a worker_thread and terminate it to stop
+// one, and the journal rolls the call back on the next open), and its memory is capped only
+// by the component's own maximum (4 GiB), not by the host. wasmtime-py and the server bound
+// both per call.
 
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import * as shim from '@bytecodealliance/preview2-shim';
-import { instantiate } from './gen/scratchpad.js';
-import { MemoryStorage } from './storage.js';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { _setEnv } from '@bytecodealliance/preview2-shim/cli';
+import { _setPreopens, types as filesystem } from '@bytecodealliance/preview2-shim/filesystem';
+import { instantiate } from './gen/standalone/standalone.js';
+import { camel, coreModules, fromJco, toJco, wasi } from './wit-values.js';
 
-const GEN = new URL('./gen/', import.meta.url);
-const modules = new Map();
-const getCoreModule = (name) => {
-  if (!modules.has(name)) {
-    modules.set(name, new WebAssembly.Module(readFileSync(fileURLToPath(new URL(name, GEN)))));
-  }
-  return modules.get(name);
-};
+const getCoreModule = coreModules(new URL('./gen/standalone/', import.meta.url));
 
-// 'wasi:cli/terminal-input' -> shim.cli.terminalInput: the WASI imports from preview2-shim.
-const camel = (name) => name.replace(/-(\w)/g, (_, c) => c.toUpperCase());
-const wasi = new Proxy({}, {
-  get: (_, key) => {
-    const [, pkg, iface] = /^wasi:([\w-]+)\/([\w-]+)$/.exec(key);
-    return shim[pkg][camel(iface)];
-  },
-});
-
-/** A summariser that always answers the same: call your model here. It reports an error by
- * throwing the `summariser-error` value, e.g. when no API key is set. */
-export const fixedSummariser = {
-  model: () => 'conformance-model',
-  summarise: (_request) => 'A fixed summary.',
-};
-
-/** One with no key: every request fails as `not-configured`. */
-export const unconfiguredSummariser = {
-  model: () => 'conformance-model',
+/** No model: summarize_file says so, and every other tool works. */
+export const noSummariser = {
+  model: () => 'none',
   summarise: (_request) => {
-    throw { tag: 'not-configured', val: 'no API key' };
+    throw { tag: 'not-configured', val: 'summarize_file needs a summariser: pass one to new Scratchpad(...)' };
   },
 };
+
+const LIMITS = ['max-files', 'max-log-entries', 'max-total-bytes', 'max-write-bytes',
+  'max-log-entry-bytes', 'versions-kept', 'log-page-size', 'max-response-tokens'];
+
+// wasi-libc asks for `mutate-directory` on every read-write open (SQLite's too), which
+// preview2-shim 0.26 refuses as unsupported although it enforces no directory rights at all:
+// drop the flag so SQLite can open its file. (wasmtime grants it on a writable preopen.)
+const openAt = filesystem.Descriptor.prototype.openAt;
+filesystem.Descriptor.prototype.openAt = function (pathFlags, path, openFlags, flags) {
+  return openAt.call(this, pathFlags, path, openFlags, { ...flags, mutateDirectory: false });
+};
+
+// One lease token for this process: an instance made after a trap resumes the lease at once.
+_setEnv({ SCRATCHPAD_LEASE_TOKEN: randomBytes(8).readBigUInt64BE(0).toString() });
 
 export class Scratchpad {
-  constructor(storage = new MemoryStorage(), summariser = fixedSummariser) {
-    this.storage = storage;
+  /** The component over the store in `folder`. preview2-shim's preopens are the process's:
+   * one open Scratchpad per process at a time. `limits` sets the server's `[limits]` by
+   * their WIT names (for example {'versions-kept': 3}); the rest keep their defaults. */
+  constructor(folder, { summariser = noSummariser, limits = {} } = {}) {
+    this.folder = resolve(folder);
+    mkdirSync(this.folder, { recursive: true });
     this.summariser = summariser;
+    // u32 limits are Numbers in jco, u64 ones BigInts.
+    const u32 = new Set(['versions-kept', 'log-page-size']);
+    this.limits = Object.fromEntries(LIMITS.map((name) => {
+      const value = limits[name];
+      const given = value === undefined || value === null ? undefined : value;
+      return [camel(name), given === undefined ? undefined : (u32.has(name) ? Number(given) : BigInt(given))];
+    }));
+    this.instance = null;
   }
 
-  /** Calls a tool (its WIT name) on a fresh instance; a failed call changes nothing. */
+  #open() {
+    _setPreopens({ '/store': this.folder });
+    const imports = new Proxy({ 'scratchpad:mcp/summariser': this.summariser },
+      { get: (own, key) => own[key] ?? wasi[key] });
+    this.instance = instantiate(getCoreModule, imports);
+    this.instance.settings.setLimits(this.limits);
+  }
+
+  /** Calls a tool (its WIT name) with arguments in the JSON form; returns {tag, val}. */
   call(tool, ...args) {
-    const agent = typeof args[0] === 'string' ? args[0] : args[0]['agent-id'];
-    const saved = structuredClone(this.storage.state);
-    const imports = new Proxy({
-      'scratchpad:mcp/storage': this.storage.forAgent(agent),
-      'scratchpad:mcp/summariser': this.summariser,
-    }, { get: (own, key) => own[key] ?? wasi[key] });
-    const { tools } = instantiate(getCoreModule, imports);
+    if (this.instance === null) this.#open();
     try {
-      const val = tools[camel(tool)](...args.map(toJco));
-      this.storage.counters(agent).totalOperations += 1n;
-      return { tag: 'ok', val: fromJco(val) };
+      return { tag: 'ok', val: fromJco(this.instance.tools[camel(tool)](...args.map(toJco))) };
     } catch (e) {
-      this.storage.state = saved;
-      if (e?.payload === undefined) throw e; // a trap, not a tool error
-      return { tag: 'err', val: fromJco(e.payload) };
+      if (e?.payload !== undefined) return { tag: 'err', val: fromJco(e.payload) };
+      // A trap: this instance is done for; the next call opens a fresh one.
+      this.instance = null;
+      throw e;
     }
   }
-}
 
-const kebab = (name) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-
-/** JSON form -> jco: camelCase record keys, BigInt numbers (every number the tools take is
- * a u64), undefined for none. An object with a `tag` is a variant. */
-export function toJco(value) {
-  if (value === null) return undefined;
-  if (typeof value === 'number') return BigInt(value);
-  if (Array.isArray(value)) return value.map(toJco);
-  if (typeof value !== 'object') return value;
-  if ('tag' in value) return { tag: value.tag, val: toJco(value.val ?? null) };
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [camel(k), toJco(v)]));
-}
-
-/** jco -> JSON form. */
-export function fromJco(value) {
-  if (value === undefined) return null;
-  if (typeof value === 'bigint') return Number(value);
-  if (Array.isArray(value)) return value.map(fromJco);
-  if (value === null || typeof value !== 'object') return value;
-  if ('tag' in value) {
-    return value.val === undefined ? { tag: value.tag } : { tag: value.tag, val: fromJco(value.val) };
+  /** Closes the store: another process may open the folder at once. */
+  close() {
+    if (this.instance !== null) this.instance.settings.close();
+    this.instance = null;
   }
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [kebab(k), fromJco(v)]));
 }

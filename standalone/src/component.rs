@@ -4,6 +4,7 @@
 // `export!` expands to the canonical-ABI entry points, which are `unsafe extern` functions.
 #![allow(unsafe_code)]
 
+use crate::lease::Folder;
 use crate::pad::Pad;
 use scratchpad_guest::api::{self, Guest};
 use scratchpad_guest::limits::NO_OVERRIDES;
@@ -11,6 +12,7 @@ use scratchpad_guest::{FileMeta, LimitOverrides, StorageError, ToolError, tools}
 use scratchpad_store::storage::Tx;
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
+use wasip2::filesystem::types::{Descriptor, DescriptorFlags, ErrorCode, OpenFlags, PathFlags};
 
 mod settings_bindings {
     wit_bindgen::generate!({
@@ -20,9 +22,51 @@ mod settings_bindings {
     });
 }
 
+/// The preopened folder as the lease reaches it: WASI calls asking only for what they need.
+struct Preopen(Descriptor);
+
+impl Folder for Preopen {
+    fn read(&self, name: &str) -> Result<Option<String>, String> {
+        let file = match self.0.open_at(
+            PathFlags::empty(),
+            name,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        ) {
+            Ok(file) => file,
+            Err(ErrorCode::NoEntry) => return Ok(None),
+            Err(e) => return Err(e.message().into()),
+        };
+        let (bytes, _) = file.read(256, 0).map_err(|e| e.message().to_owned())?;
+        Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    fn replace(&self, name: &str, staged: &str, text: &str) -> Result<(), String> {
+        let file = self
+            .0
+            .open_at(
+                PathFlags::empty(),
+                staged,
+                OpenFlags::CREATE | OpenFlags::TRUNCATE,
+                DescriptorFlags::WRITE,
+            )
+            .map_err(|e| e.message().to_owned())?;
+        file.write(text.as_bytes(), 0)
+            .map_err(|e| e.message().to_owned())?;
+        drop(file);
+        self.0
+            .rename_at(staged, &self.0, name)
+            .map_err(|e| e.message().to_owned())
+    }
+
+    fn remove(&self, name: &str) {
+        let _ = self.0.unlink_file_at(name);
+    }
+}
+
 thread_local! {
     /// The store, opened by the first call.
-    static PAD: RefCell<Option<Pad>> = const { RefCell::new(None) };
+    static PAD: RefCell<Option<Pad<Preopen>>> = const { RefCell::new(None) };
     /// The limits `set-limits` gave, for the store once it is open.
     static LIMITS: Cell<LimitOverrides> = const { Cell::new(NO_OVERRIDES) };
 }
@@ -60,12 +104,13 @@ impl scratchpad_guest::Summariser for NoSummariser {
     }
 }
 
-/// The first preopened folder: where the store lives.
-fn folder() -> Result<PathBuf, ToolError> {
+/// The first preopened folder, where the store lives: its path for SQLite, and its
+/// descriptor for the lease.
+fn folder() -> Result<(PathBuf, Preopen), ToolError> {
     wasip2::filesystem::preopens::get_directories()
         .into_iter()
         .next()
-        .map(|(_, name)| PathBuf::from(name))
+        .map(|(dir, name)| (PathBuf::from(name), Preopen(dir)))
         .ok_or_else(|| {
             ToolError::Storage(StorageError::Other(
                 "no folder was preopened: preopen the folder that holds (or will hold) scratchpad.db"
@@ -92,7 +137,8 @@ fn call<R>(agent: &str, run: impl FnOnce(&Tx<'_>) -> Result<R, ToolError>) -> Re
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             let token = lease_token();
-            let mut pad = Pad::open(&folder()?, token)
+            let (path, preopen) = folder()?;
+            let mut pad = Pad::open(&path, preopen, token)
                 .map_err(|e| ToolError::Storage(StorageError::Other(e.to_string())))?;
             pad.set_limits(LIMITS.get());
             *slot = Some(pad);

@@ -15,12 +15,42 @@
 //! - [`Lease::release`] (the `close` export) frees the folder at once.
 //!
 //! The lease file is replaced by writing a new file and renaming it over the old one, so a
-//! reader never sees half a lease.
+//! reader never sees half a lease. The file is reached through a [`Folder`]: `std::fs`
+//! natively, the preopened directory's WASI descriptor in the component (Rust's `std::fs`
+//! asks WASI for rights that some hosts, jco's Node shim among them, refuse).
 
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The few file operations a lease needs, in one folder. Errors are in words.
+pub trait Folder {
+    /// The text of the file `name`, or none if there is no such file.
+    fn read(&self, name: &str) -> Result<Option<String>, String>;
+    /// Writes `text` to the file `staged`, then renames it over `name`.
+    fn replace(&self, name: &str, staged: &str, text: &str) -> Result<(), String>;
+    /// Removes the file `name`.
+    fn remove(&self, name: &str);
+}
+
+impl Folder for PathBuf {
+    fn read(&self, name: &str) -> Result<Option<String>, String> {
+        match fs::read_to_string(self.join(name)) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.kind().to_string()),
+        }
+    }
+    fn replace(&self, name: &str, staged: &str, text: &str) -> Result<(), String> {
+        fs::write(self.join(staged), text)
+            .and_then(|()| fs::rename(self.join(staged), self.join(name)))
+            .map_err(|e| e.kind().to_string())
+    }
+    fn remove(&self, name: &str) {
+        let _ = fs::remove_file(self.join(name));
+    }
+}
 
 /// How long a lease lasts without being renewed.
 pub const LEASE: Duration = Duration::from_secs(5);
@@ -50,38 +80,36 @@ pub enum LeaseError {
     )]
     TakenOver,
     /// The lease file could not be read or written.
-    #[error("the lease file beside the store cannot be {action}: {kind}")]
+    #[error("the lease file beside the store cannot be {action}: {reason}")]
     Io {
         /// "read" or "written".
         action: &'static str,
         /// What the file system said, in words.
-        kind: io::ErrorKind,
+        reason: String,
     },
 }
 
+/// The lease's file in the store's folder.
+pub const LEASE_FILE: &str = "scratchpad.lease";
+
 /// This process's hold on a store folder.
-#[derive(Debug)]
-pub struct Lease {
-    path: PathBuf,
+pub struct Lease<F: Folder> {
+    folder: F,
     token: u64,
 }
 
 /// (token, last renewed in ms since the epoch), as the file holds it.
-fn read(path: &Path) -> Result<Option<(u64, u64)>, LeaseError> {
-    match fs::read_to_string(path) {
-        Ok(text) => {
-            let mut words = text.split_whitespace().map(str::parse::<u64>);
-            match (words.next(), words.next()) {
-                (Some(Ok(token)), Some(Ok(at))) => Ok(Some((token, at))),
-                // A lease that does not parse holds nothing.
-                _ => Ok(None),
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(LeaseError::Io {
-            action: "read",
-            kind: e.kind(),
-        }),
+fn read(folder: &impl Folder) -> Result<Option<(u64, u64)>, LeaseError> {
+    let text = folder.read(LEASE_FILE).map_err(|reason| LeaseError::Io {
+        action: "read",
+        reason,
+    })?;
+    let Some(text) = text else { return Ok(None) };
+    let mut words = text.split_whitespace().map(str::parse::<u64>);
+    match (words.next(), words.next()) {
+        (Some(Ok(token)), Some(Ok(at))) => Ok(Some((token, at))),
+        // A lease that does not parse holds nothing.
+        _ => Ok(None),
     }
 }
 
@@ -91,17 +119,14 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-impl Lease {
-    /// Takes the lease at `path` for `token`, waiting up to `wait` for another holder's
+impl<F: Folder> Lease<F> {
+    /// Takes the lease in `folder` for `token`, waiting up to `wait` for another holder's
     /// lease to lapse.
-    pub fn take(path: &Path, token: u64, wait: Duration) -> Result<Self, LeaseError> {
-        let lease = Self {
-            path: path.to_owned(),
-            token,
-        };
+    pub fn take(folder: F, token: u64, wait: Duration) -> Result<Self, LeaseError> {
+        let lease = Self { folder, token };
         let started = SystemTime::now();
         loop {
-            let age_ms = match read(path)? {
+            let age_ms = match read(&lease.folder)? {
                 Some((holder, at)) if holder != token => now_ms().saturating_sub(at),
                 _ => u64::MAX,
             };
@@ -110,7 +135,7 @@ impl Lease {
                 // Two openers may both have seen a lapsed lease: the last rename wins, and
                 // the other sees a token not its own.
                 std::thread::sleep(POLL / 10);
-                if read(path)?.is_some_and(|(holder, _)| holder == token) {
+                if read(&lease.folder)?.is_some_and(|(holder, _)| holder == token) {
                     return Ok(lease);
                 }
                 continue;
@@ -124,7 +149,7 @@ impl Lease {
 
     /// Checks the lease is still this process's and renews it.
     pub fn renew(&self) -> Result<(), LeaseError> {
-        match read(&self.path)? {
+        match read(&self.folder)? {
             Some((holder, _)) if holder == self.token => self.write(),
             _ => Err(LeaseError::TakenOver),
         }
@@ -132,18 +157,19 @@ impl Lease {
 
     /// Frees the store for another process at once (if the lease is still this one's).
     pub fn release(self) {
-        if matches!(read(&self.path), Ok(Some((holder, _))) if holder == self.token) {
-            let _ = fs::remove_file(&self.path);
+        if matches!(read(&self.folder), Ok(Some((holder, _))) if holder == self.token) {
+            self.folder.remove(LEASE_FILE);
         }
     }
 
     fn write(&self) -> Result<(), LeaseError> {
-        let staged = self.path.with_extension(format!("lease-{:x}", self.token));
-        fs::write(&staged, format!("{} {}\n", self.token, now_ms()))
-            .and_then(|()| fs::rename(&staged, &self.path))
-            .map_err(|e| LeaseError::Io {
+        let staged = format!("{LEASE_FILE}-{:x}", self.token);
+        let text = format!("{} {}\n", self.token, now_ms());
+        self.folder
+            .replace(LEASE_FILE, &staged, &text)
+            .map_err(|reason| LeaseError::Io {
                 action: "written",
-                kind: e.kind(),
+                reason,
             })
     }
 }
@@ -155,9 +181,11 @@ mod tests {
     #[test]
     fn a_second_holder_waits_then_is_refused_while_the_first_renews() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("scratchpad.lease");
-        let first = Lease::take(&path, 1, Duration::ZERO).unwrap();
-        let refused = Lease::take(&path, 2, Duration::from_millis(300)).unwrap_err();
+        let path = dir.path().to_path_buf();
+        let first = Lease::take(path.clone(), 1, Duration::ZERO).unwrap();
+        let refused = Lease::take(path, 2, Duration::from_millis(300))
+            .err()
+            .unwrap();
         assert!(
             matches!(refused, LeaseError::InUse { age_ms } if age_ms < 1_000),
             "{refused:?}"
@@ -172,11 +200,13 @@ mod tests {
     #[test]
     fn a_released_lease_is_free_at_once_and_its_old_holder_cannot_renew() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("scratchpad.lease");
-        Lease::take(&path, 1, Duration::ZERO).unwrap().release();
-        let second = Lease::take(&path, 2, Duration::ZERO).expect("free after release");
+        let path = dir.path().to_path_buf();
+        let first = Lease::take(path.clone(), 1, Duration::ZERO).unwrap_or_else(|e| panic!("{e}"));
+        first.release();
+        let second = Lease::take(path.clone(), 2, Duration::ZERO)
+            .unwrap_or_else(|e| panic!("free after release: {e}"));
         let old = Lease {
-            path: path.clone(),
+            folder: path,
             token: 1,
         };
         assert!(matches!(old.renew(), Err(LeaseError::TakenOver)));
@@ -186,10 +216,10 @@ mod tests {
     #[test]
     fn a_lapsed_lease_is_taken_over() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("scratchpad.lease");
+        let path = dir.path().to_path_buf();
         let stale = now_ms() - LEASE.as_millis() as u64 - 1;
-        fs::write(&path, format!("7 {stale}\n")).unwrap();
-        let lease = Lease::take(&path, 8, Duration::ZERO).expect("a lapsed lease is free");
+        fs::write(path.join(LEASE_FILE), format!("7 {stale}\n")).unwrap();
+        let lease = Lease::take(path.clone(), 8, Duration::ZERO).expect("a lapsed lease is free");
         lease.renew().unwrap();
         assert_eq!(read(&path).unwrap().map(|(t, _)| t), Some(8));
     }

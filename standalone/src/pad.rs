@@ -15,7 +15,7 @@
 //!   rolls it back. A trap leaves it uncommitted: the embedder drops the instance and makes a
 //!   new one, whose first call rolls the journal back.
 
-use crate::lease::{LEASE, Lease, LeaseError};
+use crate::lease::{Folder, LEASE, Lease, LeaseError};
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_guest::{LimitOverrides, StorageError, ToolError};
 use scratchpad_store::rows::{self, Tally};
@@ -26,8 +26,6 @@ use std::path::Path;
 
 /// The store's file in the folder.
 pub const DB_FILE: &str = "scratchpad.db";
-/// The lease's file in the folder.
-pub const LEASE_FILE: &str = "scratchpad.lease";
 
 /// Why the store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -41,17 +39,18 @@ pub enum OpenError {
 }
 
 /// An open store.
-pub struct Pad {
+pub struct Pad<F: Folder> {
     conn: Connection,
-    lease: Lease,
+    lease: Lease<F>,
     limits: LimitOverrides,
 }
 
-impl Pad {
+impl<F: Folder> Pad<F> {
     /// Opens (creating if needed) the store in `folder` for the process `token`, waiting out
-    /// another process's lease for at most [`LEASE`].
-    pub fn open(folder: &Path, token: u64) -> Result<Self, OpenError> {
-        let lease = Lease::take(&folder.join(LEASE_FILE), token, LEASE)?;
+    /// another process's lease for at most [`LEASE`]. `files` reaches the same folder for
+    /// the lease.
+    pub fn open(folder: &Path, files: F, token: u64) -> Result<Self, OpenError> {
+        let lease = Lease::take(files, token, LEASE)?;
         let open = || -> Result<Connection, scratchpad_store::Error> {
             // SQLite's WASI build locks with a lock folder that a killed process leaves
             // behind for good; the lease does the locking instead.
@@ -141,9 +140,11 @@ fn lease_failure(e: LeaseError) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lease::LEASE_FILE;
     use scratchpad_guest::api::{ReadBody, ReadFileRequest, WriteFileRequest};
     use scratchpad_guest::names::AgentId;
     use scratchpad_guest::{Storage, tools};
+    use std::path::PathBuf;
 
     fn write(content: &str) -> WriteFileRequest {
         WriteFileRequest {
@@ -166,6 +167,12 @@ mod tests {
         }
     }
 
+    type Pad = super::Pad<PathBuf>;
+
+    fn open(dir: &Path, token: u64) -> Pad {
+        Pad::open(dir, dir.to_path_buf(), token).unwrap()
+    }
+
     fn content(pad: &Pad) -> String {
         match pad.call("a", |s| tools::read_file(s, read())).unwrap().body {
             ReadBody::Content(whole) => whole.content,
@@ -176,13 +183,13 @@ mod tests {
     #[test]
     fn a_call_is_committed_counted_and_still_there_after_reopening() {
         let dir = tempfile::tempdir().unwrap();
-        let pad = Pad::open(dir.path(), 1).unwrap();
+        let pad = open(dir.path(), 1);
         let written = pad
             .call("a", |s| tools::write_file(s, write("one\n")))
             .unwrap();
         assert_eq!(written.version, 1);
         pad.close();
-        let pad = Pad::open(dir.path(), 2).expect("close freed the folder at once");
+        let pad = open(dir.path(), 2);
         assert_eq!(content(&pad), "one\n");
         let usage = pad
             .call("a", |s| tools::get_usage_stats(s, "a"))
@@ -198,7 +205,7 @@ mod tests {
     #[test]
     fn a_failed_call_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let pad = Pad::open(dir.path(), 1).unwrap();
+        let pad = open(dir.path(), 1);
         pad.call("a", |s| tools::write_file(s, write("kept\n")))
             .unwrap();
         let failed = pad.call("a", |s| {
@@ -222,11 +229,11 @@ mod tests {
     #[test]
     fn a_call_after_another_process_took_the_store_over_fails_and_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let pad = Pad::open(dir.path(), 1).unwrap();
+        let pad = open(dir.path(), 1);
         pad.call("a", |s| tools::write_file(s, write("mine\n")))
             .unwrap();
         // Another process found the lease lapsed and took it.
-        std::fs::write(dir.path().join(LEASE_FILE), "2 0\n").unwrap();
+        std::fs::write(dir.path().join(LEASE_FILE), format!("2 {}\n", u64::MAX)).unwrap();
         let refused = pad.call("a", |s| tools::write_file(s, write("late\n")));
         let Err(ToolError::Storage(StorageError::Other(message))) = refused else {
             panic!("expected a storage error, got {refused:?}");
@@ -238,6 +245,6 @@ mod tests {
         assert!(!pad.held());
         drop(pad);
         std::fs::remove_file(dir.path().join(LEASE_FILE)).unwrap();
-        assert_eq!(content(&Pad::open(dir.path(), 3).unwrap()), "mine\n");
+        assert_eq!(content(&open(dir.path(), 3)), "mine\n");
     }
 }
