@@ -97,11 +97,15 @@ enum Command {
     /// Write a WebAssembly component (wasm32-wasip2) for embedding the tools in another
     /// runtime; its interface is documented in wit/README.md
     ///
-    /// Without --standalone: the tool logic this binary runs, which imports its storage from
-    /// the embedder. With --standalone: the tools and their SQLite store in one component,
-    /// which needs only WASI and a preopened folder (the store is scratchpad.db there), e.g.
-    ///   scratchpad-mcp component --standalone --without-summariser --out pad.wasm
-    ///   wasmtime run --dir ./data::/store --invoke 'get-usage-stats("me")' pad.wasm
+    /// With --standalone: the tools and their SQLite store in one component, which needs
+    /// only WASI and one preopened folder (the store is scratchpad.db there):
+    ///   scratchpad-mcp component --standalone --out pad.wasm
+    ///   wasmtime-py  WasiConfig().preopen_dir("data", "/store"); Linker.add_wasip2()
+    ///   Node (jco)   jco transpile pad.wasm --instantiation sync; _setPreopens({"/store": "data"})
+    ///   wasmtime     WasiCtx::builder().preopened_dir("data", "/store", FsPerms::ReadWrite)
+    /// then call the scratchpad:mcp/tools exports; examples/python and examples/node wrap it
+    /// in a few lines. Without --standalone: the tool logic this binary runs, which imports
+    /// its storage from the embedder.
     #[command(verbatim_doc_comment)]
     Component {
         /// Where to write it
