@@ -55,6 +55,9 @@ impl Folder for PathBuf {
 /// How long a lease lasts without being renewed.
 pub const LEASE: Duration = Duration::from_secs(5);
 
+/// A lease renewed this recently is not written again: well inside [`LEASE`].
+const RENEWED: Duration = Duration::from_secs(1);
+
 /// How often a waiting opener looks again.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -147,10 +150,16 @@ impl<F: Folder> Lease<F> {
         }
     }
 
-    /// Checks the lease is still this process's and renews it.
+    /// Checks the lease is still this process's and renews it (at most once a second: a
+    /// lease renewed within [`RENEWED`] is fresh enough, and a call then costs one read).
     pub fn renew(&self) -> Result<(), LeaseError> {
         match read(&self.folder)? {
-            Some((holder, _)) if holder == self.token => self.write(),
+            Some((holder, at)) if holder == self.token => {
+                if now_ms().saturating_sub(at) < RENEWED.as_millis() as u64 {
+                    return Ok(());
+                }
+                self.write()
+            }
             _ => Err(LeaseError::TakenOver),
         }
     }

@@ -22,6 +22,8 @@ use scratchpad_store::rows::{self, Tally};
 use scratchpad_store::rusqlite::{Connection, OpenFlags};
 use scratchpad_store::schema::migrate;
 use scratchpad_store::storage::Tx;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The store's file in the folder.
@@ -43,6 +45,9 @@ pub struct Pad<F: Folder> {
     conn: Connection,
     lease: Lease<F>,
     limits: LimitOverrides,
+    /// Read calls not yet written to the counters, per agent: written with the next call
+    /// that writes, or on close, so a read costs no journal and no fsync.
+    uncounted: RefCell<BTreeMap<String, u64>>,
 }
 
 impl<F: Folder> Pad<F> {
@@ -73,6 +78,7 @@ impl<F: Folder> Pad<F> {
                 conn,
                 lease,
                 limits: NO_OVERRIDES,
+                uncounted: RefCell::default(),
             }),
             Err(e) => {
                 lease.release();
@@ -87,7 +93,8 @@ impl<F: Folder> Pad<F> {
     }
 
     /// Runs one tool call for `agent` in its own transaction: committed, and counted as one
-    /// operation, only when `run` succeeds and the lease is still held.
+    /// operation, only when `run` succeeds and the lease is still held. A call that wrote
+    /// nothing is counted in memory, and written with the next call that writes.
     pub fn call<R>(
         &self,
         agent: &str,
@@ -95,18 +102,28 @@ impl<F: Folder> Pad<F> {
     ) -> Result<R, ToolError> {
         self.lease.renew().map_err(lease_failure)?;
         self.conn
-            .execute_batch("BEGIN IMMEDIATE")
+            .execute_batch("BEGIN")
             .map_err(|e| storage_failure(e.into()))?;
-        let answer = run(&Tx::new(&self.conn, self.limits)).and_then(|answer| {
-            let counted = Tally {
-                operations: 1,
-                ..Tally::default()
-            };
-            rows::count(&self.conn, agent, counted).map_err(storage_failure)?;
-            self.lease.renew().map_err(lease_failure)?;
+        let before = self.conn.total_changes();
+        let answer = {
+            let uncounted = self.uncounted.borrow();
+            run(&Tx::new(&self.conn, self.limits, &uncounted))
+        };
+        let answer = answer.and_then(|answer| {
+            let wrote = self.conn.total_changes() != before;
+            if wrote {
+                self.count_owed(Some(agent)).map_err(storage_failure)?;
+                self.lease.renew().map_err(lease_failure)?;
+            }
             self.conn
                 .execute_batch("COMMIT")
                 .map_err(|e| storage_failure(e.into()))?;
+            let mut uncounted = self.uncounted.borrow_mut();
+            if wrote {
+                uncounted.clear();
+            } else {
+                *uncounted.entry(agent.to_owned()).or_default() += 1;
+            }
             Ok(answer)
         });
         if answer.is_err() && !self.conn.is_autocommit() {
@@ -117,13 +134,39 @@ impl<F: Folder> Pad<F> {
         answer
     }
 
+    /// Writes every operation owed by earlier reads, and this call's (of `agent`) if any.
+    fn count_owed(&self, agent: Option<&str>) -> Result<(), scratchpad_store::Error> {
+        let operations = |operations: u64| Tally {
+            operations: i64::try_from(operations).unwrap_or(i64::MAX),
+            ..Tally::default()
+        };
+        for (owed, n) in self.uncounted.borrow().iter() {
+            rows::count(&self.conn, owed, operations(*n))?;
+        }
+        agent.map_or(Ok(()), |agent| {
+            rows::count(&self.conn, agent, operations(1))
+        })
+    }
+
     /// Whether this process still holds the store (another may have taken it over).
     pub fn held(&self) -> bool {
         self.lease.renew().is_ok()
     }
 
-    /// Closes the store and frees the folder for another process at once.
+    /// Writes the operations owed by read calls, closes the store and frees the folder for
+    /// another process at once.
     pub fn close(self) {
+        if !self.uncounted.borrow().is_empty() && self.lease.renew().is_ok() {
+            let written = self
+                .conn
+                .execute_batch("BEGIN")
+                .map_err(scratchpad_store::Error::from)
+                .and_then(|()| self.count_owed(None))
+                .and_then(|()| Ok(self.conn.execute_batch("COMMIT")?));
+            if written.is_err() && !self.conn.is_autocommit() {
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+        }
         drop(self.conn);
         self.lease.release();
     }
@@ -200,6 +243,43 @@ mod tests {
             "the write and the read: a call counts once it commits"
         );
         assert_eq!((usage.file_count, usage.total_bytes), (1, 4));
+    }
+
+    #[test]
+    fn reads_write_nothing_and_are_counted_with_the_next_write_or_on_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let pad = open(dir.path(), 1);
+        pad.call("a", |s| tools::write_file(s, write("one\n")))
+            .unwrap();
+        let modified = || {
+            ["scratchpad.db", "scratchpad.db-journal"].map(|f| {
+                std::fs::metadata(dir.path().join(f))
+                    .and_then(|m| m.modified())
+                    .ok()
+            })
+        };
+        let before = modified();
+        content(&pad);
+        content(&pad);
+        assert_eq!(
+            modified(),
+            before,
+            "a read writes neither the store nor its journal"
+        );
+        let usage = |pad: &Pad| {
+            pad.call("a", |s| tools::get_usage_stats(s, "a"))
+                .unwrap()
+                .usage
+                .total_operations
+        };
+        assert_eq!(
+            usage(&pad),
+            3,
+            "the write and two reads, one of them in memory"
+        );
+        pad.close();
+        let pad = open(dir.path(), 2);
+        assert_eq!(usage(&pad), 4, "close wrote the reads' operations");
     }
 
     #[test]

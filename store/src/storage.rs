@@ -15,18 +15,29 @@ use scratchpad_guest::names::{AgentId, FilePath, Prefix};
 use scratchpad_guest::{
     FileMeta, LimitOverrides, LogEntry, LogValue, Storage, StorageError, Usage,
 };
+use std::collections::BTreeMap;
 
-/// One tool call's view of the store: a connection inside the call's transaction, and the
-/// limits every agent has.
+/// One tool call's view of the store: a connection inside the call's transaction, the
+/// limits every agent has, and the operations of earlier read calls not yet written to the
+/// counters (per agent), which `get-usage` adds.
 pub struct Tx<'c> {
     conn: &'c Connection,
     limits: LimitOverrides,
+    uncounted: &'c BTreeMap<String, u64>,
 }
 
 impl<'c> Tx<'c> {
     /// The statements of one call on `conn`, which is inside the call's transaction.
-    pub fn new(conn: &'c Connection, limits: LimitOverrides) -> Self {
-        Self { conn, limits }
+    pub fn new(
+        conn: &'c Connection,
+        limits: LimitOverrides,
+        uncounted: &'c BTreeMap<String, u64>,
+    ) -> Self {
+        Self {
+            conn,
+            limits,
+            uncounted,
+        }
     }
 }
 
@@ -159,7 +170,9 @@ impl Storage for Tx<'_> {
         )?)
     }
     fn get_usage(&self, a: &AgentId) -> Result<Usage, StorageError> {
-        Ok(rows::usage(self.conn, a.as_str())?)
+        let mut usage = rows::usage(self.conn, a.as_str())?;
+        usage.total_operations += self.uncounted.get(a.as_str()).copied().unwrap_or(0);
+        Ok(usage)
     }
     fn cached_summary(
         &self,
