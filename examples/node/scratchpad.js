@@ -46,6 +46,14 @@ filesystem.Descriptor.prototype.openAt = function (pathFlags, path, openFlags, f
 // One lease token for this process: an instance made after a trap resumes the lease at once.
 _setEnv({ SCRATCHPAD_LEASE_TOKEN: randomBytes(8).readBigUInt64BE(0).toString() });
 
+/** A call the tools refused: `kind` is the WIT error case, the message the server's text. */
+export class ToolError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
 export class Scratchpad {
   /** The component over the store in `folder`. preview2-shim's preopens are the process's:
    * one open Scratchpad per process at a time. `limits` sets the server's `[limits]` by
@@ -82,6 +90,29 @@ export class Scratchpad {
       // A trap: this instance is done for; the next call opens a fresh one.
       this.instance = null;
       throw e;
+    }
+  }
+
+  /** The tools exactly as the server's MCP `tools/list` gives them. */
+  tools() {
+    if (this.instance === null) this.#open();
+    return JSON.parse(this.instance.json.listTools());
+  }
+
+  /** Calls a tool by its MCP name (`write_file`) with MCP arguments; returns the server's
+   * `structuredContent`, or throws a ToolError with the server's text and its kind. */
+  callJson(tool, args) {
+    if (this.instance === null) this.#open();
+    try {
+      return JSON.parse(this.instance.json.call(tool, JSON.stringify(args)));
+    } catch (e) {
+      const error = e?.payload;
+      if (error === undefined) {
+        this.instance = null;
+        throw e;
+      }
+      if (error.tag === 'tool') throw new ToolError(error.val.error.tag, error.val.message);
+      throw new ToolError(error.tag, error.val);
     }
   }
 

@@ -17,6 +17,7 @@ budget ran out, a bug) raises, and its instance is dropped: the next call runs o
 one, whose SQLite journal rolls back whatever the trapped call had started.
 """
 
+import json
 import secrets
 
 from wasmtime import Config, Engine, Store, WasiConfig
@@ -52,6 +53,15 @@ def compiled(wasm_path):
 
 LIMIT_NAMES = ["max-files", "max-log-entries", "max-total-bytes", "max-write-bytes",
                "max-log-entry-bytes", "versions-kept", "log-page-size", "max-response-tokens"]
+
+
+class ToolError(Exception):
+    """A call the tools refused: `kind` is the WIT error case (`not-found`, `conflict`,
+    `invalid-arguments`, ...), the message the server's text."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
 
 
 class NoSummariser:
@@ -127,6 +137,35 @@ class Scratchpad:
             # A trapped instance is done for; the next call starts a fresh one.
             self.instance = None
             raise
+
+    def tools(self):
+        """The tools exactly as the server's MCP `tools/list` gives them (a list of dicts)."""
+        return json.loads(self._json("list-tools"))
+
+    def call_json(self, tool, arguments):
+        """Calls a tool by its MCP name (`write_file`) with MCP arguments (a dict); returns the
+        server's `structuredContent`, or raises ToolError with the server's text and kind."""
+        answer = self._json("call", tool, json.dumps(arguments))
+        if answer["tag"] == "ok":
+            return json.loads(answer["val"])
+        error = answer["val"]
+        if error["tag"] == "tool":
+            raise ToolError(error["val"]["error"]["tag"], error["val"]["message"])
+        raise ToolError(error["tag"], error["val"])
+
+    def _json(self, function, *args):
+        if self.instance is None:
+            self._instantiate()
+        store, _ = self.instance
+        func = self._export("json", function)
+        ty = func.type(store)
+        store.set_fuel(self.fuel)
+        try:
+            answer = func(store, *args)
+        except Exception:
+            self.instance = None
+            raise
+        return answer if ty.result is None or function == "list-tools" else to_json(ty.result, answer)
 
     def close(self):
         """Closes the store: another process may open the folder at once."""

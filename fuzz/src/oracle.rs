@@ -12,7 +12,7 @@
 //! that it rejects a guest that crashes or lies, so a green fuzz run means something.
 
 use scratchpad_mcp::bindings::{StorageError, ToolError};
-use scratchpad_mcp::service::{ShapeError, ToolName};
+use scratchpad_mcp::service::ToolName;
 use scratchpad_mcp::storage::admin::verify;
 use scratchpad_mcp::{CallError, Service};
 use serde_json::{Map, Value, json};
@@ -56,12 +56,14 @@ pub fn judge(
             }
             match e {
                 CallError::UnknownTool(_) if known.is_none() => Ok(()),
-                CallError::Shape(ShapeError::Arguments { .. }) => Ok(()),
-                CallError::Tool(ToolError::Storage(StorageError::Refused(_)))
-                | CallError::Tool(ToolError::Storage(StorageError::Other(_))) => Err(format!(
+                CallError::Arguments(_) => Ok(()),
+                CallError::Tool {
+                    error: ToolError::Storage(StorageError::Refused(_) | StorageError::Other(_)),
+                    ..
+                } => Err(format!(
                     "{tool}: the store failed under the guest: {message}"
                 )),
-                CallError::Tool(_) => Ok(()),
+                CallError::Tool { .. } => Ok(()),
                 defect => Err(format!(
                     "{tool}: a defect, not the caller's error: {defect}"
                 )),

@@ -190,5 +190,17 @@ mod export {
         }
     }
 
+    impl crate::bindings::exports::scratchpad::mcp::json::Guest for Component {
+        fn list_tools() -> String {
+            crate::json::list_tools()
+        }
+        fn call(
+            tool: String,
+            arguments: String,
+        ) -> Result<String, crate::bindings::exports::scratchpad::mcp::json::CallError> {
+            crate::json::call::<Component>(&tool, &arguments)
+        }
+    }
+
     crate::bindings::export!(Component with_types_in crate::bindings);
 }

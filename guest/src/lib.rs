@@ -13,6 +13,8 @@
 //! - [`diff`]: lossless line diffs with `similar`, compacted for tokens, and their inverse.
 //! - [`ports`]: the storage and summariser the logic runs against.
 //! - [`tools`]: the tools, one function each.
+//! - [`json`]: the tools as MCP sees them: the catalogue, JSON arguments and results, the
+//!   text of every error; the `json` export.
 //! - `testing` (tests and the `testing` feature): in-memory ports, and the property checks
 //!   that the property tests and the fuzz targets share.
 //! - `component` (wasm only): binds the tools to the WIT exports and the ports to the imports.
@@ -21,6 +23,7 @@
 
 pub mod budget;
 pub mod diff;
+pub mod json;
 pub mod limits;
 pub mod names;
 pub mod ports;

@@ -9,8 +9,9 @@
 //! - [`imports`]: the WIT imports (`storage`, `summariser`) and the state of one call.
 //! - [`storage`]: the [`storage::Backend`] interface, SQLite (embedded) and PostgreSQL (hosted).
 //! - [`summariser`]: Claude over the Anthropic Messages API.
-//! - [`service`]: one tool call, start to finish, as one transaction.
-//! - `tools`: MCP names, schemas and JSON shapes of the tools.
+//! - [`service`]: one tool call, start to finish, as one transaction, through the guest's
+//!   `json` export (the tool surface is the guest crate's `json` module).
+//! - [`answer`]: what the host checks of a guest's JSON answer before it commits.
 //! - [`mcp`]: the MCP server (rmcp), over stdio or HTTP.
 //! - [`http`]: hosted mode: Streamable HTTP, `/health`, `/metrics`, bearer keys.
 //! - [`keys`]: API keys, kept hashed, each bound to agents and a scope.
@@ -21,6 +22,7 @@
 //! - [`private`]: files and folders created for their owner only (0600, 0700).
 //! - [`standalone`]: the self-contained components (tools and SQLite in one) it carries.
 
+pub mod answer;
 pub mod bindings;
 pub mod gate;
 pub mod http;
@@ -36,7 +38,6 @@ pub mod settings;
 pub mod standalone;
 pub mod storage;
 pub mod summariser;
-mod tools;
 
 pub use service::{CallError, Service};
 pub use settings::Settings;

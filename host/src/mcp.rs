@@ -1,6 +1,7 @@
 //! MCP over rmcp: the only module that knows the protocol.
 //!
-//! Tools are listed from [`ToolName`] with the WIT's descriptions and schemars' schemas;
+//! Tools are listed from the guest crate's catalogue (the WIT's descriptions, schemars'
+//! schemas), the same JSON the component's `json.list-tools` gives embedders;
 //! every call runs on the blocking pool (the guest and SQLite are synchronous) so the stdio
 //! loop keeps reading while calls run. What a caller can fix comes back as a tool result with
 //! `isError: true`; only an unknown tool is a protocol error.
@@ -10,12 +11,12 @@ use crate::gate::{Gate, Metrics, Refusal};
 use crate::keys::{Access, Identity};
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
-use crate::tools::{ToolName, agent_of};
+use crate::service::{ToolName, agent_of};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -52,7 +53,7 @@ impl McpServer {
     pub fn new(service: Arc<Service>) -> Self {
         Self {
             service,
-            tools: Arc::new(ToolName::ALL.into_iter().map(describe).collect()),
+            tools: Arc::new(catalogue()),
             gate: Arc::default(),
             metrics: Arc::default(),
             keyed: false,
@@ -155,39 +156,27 @@ async fn blocking<R: Send + 'static>(
 fn resource_error(e: ResourceError) -> McpError {
     match e {
         ResourceError::Invalid(m) => McpError::invalid_params(m, None),
-        ResourceError::Call(e @ CallError::Tool(ToolError::NotFound(_))) => {
-            McpError::resource_not_found(e.to_string(), None)
-        }
-        ResourceError::Call(e @ CallError::Tool(ToolError::InvalidArgument(_))) => {
-            McpError::invalid_params(e.to_string(), None)
-        }
+        ResourceError::Call(
+            e @ CallError::Tool {
+                error: ToolError::NotFound(_),
+                ..
+            },
+        ) => McpError::resource_not_found(e.to_string(), None),
+        ResourceError::Call(
+            e @ CallError::Tool {
+                error: ToolError::InvalidArgument(_),
+                ..
+            },
+        ) => McpError::invalid_params(e.to_string(), None),
         ResourceError::Call(e) => McpError::internal_error(e.to_string(), None),
     }
 }
 
-/// A tool as `tools/list` shows it. Results are `structuredContent` without a declared
-/// `outputSchema`: their shapes are documented, and the schemas would cost every session
-/// about 1,400 tokens of context. Annotations say what differs from MCP's defaults (which
-/// assume a tool may write, destroy and reach the outside world), and whether a writing
-/// tool destroys.
-fn describe(tool: ToolName) -> Tool {
-    let (description, _) = tool.docs();
-    let hints = tool.hints();
-    let mut annotations = ToolAnnotations::new();
-    if hints.read_only {
-        annotations = annotations.read_only(true);
-    } else {
-        // Said either way: a client asks before a destructive call by it.
-        annotations = annotations.destructive(hints.destructive);
-        if hints.idempotent {
-            annotations = annotations.idempotent(true);
-        }
-    }
-    if !hints.open_world {
-        annotations = annotations.open_world(false);
-    }
-    Tool::new(tool.as_str(), description, Arc::new(tool.input_schema()))
-        .with_annotations(annotations)
+/// Every tool as the guest crate's catalogue describes it (the same JSON the component's
+/// `json.list-tools` gives embedders): about 1,400 tokens of context.
+fn catalogue() -> Vec<Tool> {
+    serde_json::from_str(&scratchpad_guest::json::list_tools())
+        .expect("the guest crate's catalogue is a list of MCP tools")
 }
 
 impl ServerHandler for McpServer {
@@ -353,7 +342,7 @@ mod tests {
     /// Every session pays for `tools/list` in its context before the first call.
     #[test]
     fn the_tool_list_stays_under_2000_estimated_tokens() {
-        let tools: Vec<Tool> = ToolName::ALL.into_iter().map(describe).collect();
+        let tools: Vec<Tool> = catalogue();
         let listing = serde_json::to_string(&ListToolsResult::with_all_items(tools)).unwrap();
         let tokens = listing.len() / 4;
         assert!(

@@ -113,3 +113,62 @@ def test_a_trapped_call_is_rolled_back_and_the_next_instance_carries_on(standalo
     pad.close()
     status, _, stderr = run_cli("--db", tmp_path / "scratchpad.db", "verify")
     assert status == 0, stderr
+
+
+def without_times(value):
+    """An answer with its timestamps left out: the two stores write at different moments."""
+    if isinstance(value, dict):
+        return {k: without_times(v) for k, v in value.items() if k not in ("updated_at", "created_at")}
+    if isinstance(value, (list, tuple)):
+        return [without_times(v) for v in value]
+    return value
+
+
+# One call of each kind, by MCP name and arguments, as an agent would make them.
+SAME_CALLS = [
+    ("write_file", {"agent_id": "a", "path": "plan.md", "content": "".join(f"step {i}\n" for i in range(40))}),
+    ("write_file", {"agent_id": "a", "path": "plan.md", "content": "".join(f"step {i}{' done' if i == 7 else ''}\n" for i in range(40))}),
+    ("read_file", {"agent_id": "a", "path": "plan.md", "since_version": 1}),
+    ("read_file", {"agent_id": "a", "path": "plan.md", "offset": 3, "limit": 2}),
+    ("edit_file", {"agent_id": "a", "path": "plan.md", "base_version": 2, "edits": [{"old": "step 9\n", "new": "step nine\n"}]}),
+    ("file_history", {"agent_id": "a", "path": "plan.md"}),
+    ("append_log", {"agent_id": "a", "path": "journal", "entry": "the quokka smiled"}),
+    ("append_log", {"agent_id": "a", "path": "journal", "entry": {"seen": ["quokka"], "n": 2}}),
+    ("read_log", {"agent_id": "a", "path": "journal"}),
+    ("search", {"agent_id": "a", "query": "quokka"}),
+    ("read_files", {"agent_id": "a", "paths": ["plan.md", "missing.md"]}),
+    ("list_files", {"agent_id": "a"}),
+    ("summarize_file", {"agent_id": "a", "path": "plan.md"}),
+    ("forget_log", {"agent_id": "a", "path": "journal", "keep_last": 1}),
+    ("delete_file", {"agent_id": "a", "path": "plan.md"}),
+    ("get_usage_stats", {"agent_id": "a"}),
+    # Errors: the text and whether it is one are the same too.
+    ("read_file", {"agent_id": "a", "path": "plan.md"}),
+    ("write_file", {"agent_id": "a", "path": "../up", "content": "x"}),
+    ("write_file", {"agent_id": "a", "path": "x", "content": "x", "colour": "red"}),
+]
+
+
+def test_the_component_lists_and_answers_exactly_as_the_server(standalone, tmp_path, db):
+    from conftest import connect, run
+    from helpers import sdk_result
+    from scratchpad import ToolError
+
+    async def server():
+        async with connect(db, "legacy") as s:
+            listed = [t.model_dump(by_alias=True, exclude_none=True) for t in (await s.client.list_tools()).tools]
+            answers = []
+            for tool, args in SAME_CALLS:
+                answers.append(sdk_result(await s.client.call_tool(tool, args)))
+            return listed, answers
+
+    listed, served = run(server())
+    pad = Scratchpad(standalone, tmp_path)
+    assert pad.tools() == listed
+    for (tool, args), (ok, answer) in zip(SAME_CALLS, served):
+        try:
+            got = (True, pad.call_json(tool, args))
+        except ToolError as e:
+            got = (False, str(e))
+        assert without_times(got) == without_times((ok, answer)), (tool, args)
+    pad.close()

@@ -152,7 +152,7 @@ fn answers_about_something_else_are_refused() {
     s.write("stray", "a/1", "x");
     let e = s.err("list_files", json!({ "agent_id": "stray", "prefix": "a/" }));
     assert!(
-        e.contains("listed \"not/under/the/prefix\" for prefix \"a/\""),
+        e.contains("answered about \"not/under/the/prefix\" for prefix \"a/\""),
         "{e}"
     );
     still_serving(&s);

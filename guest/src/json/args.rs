@@ -1,0 +1,285 @@
+//! Each tool's MCP arguments: what its input schema says and what a call decodes, with
+//! unknown fields refused by name. The JSON field names are the SPEC's.
+
+// The fields are the arguments; their words come from the WIT (see `catalogue`).
+#![allow(missing_docs)]
+
+use crate::LogValue;
+use crate::api;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// `write_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// Your namespace.
+    pub agent_id: String,
+    /// Where to store the content.
+    pub path: String,
+    /// The whole new content, at most 1 MiB of UTF-8.
+    pub content: String,
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+/// `edit_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditFileArgs {
+    pub agent_id: String,
+    pub path: String,
+    pub base_version: u64,
+    pub edits: Vec<EditArg>,
+}
+
+/// One edit.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum EditArg {
+    /// Exact text.
+    Text {
+        /// Occurs exactly once.
+        old: String,
+        new: String,
+    },
+    /// A line range.
+    Lines {
+        start: u64,
+        end: u64,
+        lines: Vec<String>,
+    },
+}
+
+impl From<EditArg> for api::Edit {
+    fn from(e: EditArg) -> Self {
+        match e {
+            EditArg::Text { old, new } => api::Edit::Text(api::TextEdit { old, new }),
+            EditArg::Lines { start, end, lines } => {
+                api::Edit::Lines(api::LineEdit { start, end, lines })
+            }
+        }
+    }
+}
+
+/// `read_files` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFilesArgs {
+    pub agent_id: String,
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+}
+
+/// `search` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    pub agent_id: String,
+    pub query: String,
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub limit: Option<u64>,
+    #[serde(default)]
+    pub offset: Option<u64>,
+}
+
+/// `delete_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteFileArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub expected_version: Option<u64>,
+}
+
+/// `read_file` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub since_version: Option<u64>,
+    #[serde(default)]
+    pub full_diff: Option<bool>,
+    #[serde(default)]
+    pub offset: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<u64>,
+    #[serde(default)]
+    pub column: Option<u64>,
+}
+
+/// `append_log` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendLogArgs {
+    pub agent_id: String,
+    pub path: String,
+    /// Any JSON value (a string is the common case), at most 64 KiB.
+    pub entry: Value,
+}
+
+/// `read_log` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadLogArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub since_entry: Option<u64>,
+}
+
+/// `forget_log` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetLogArgs {
+    pub agent_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub before_entry: Option<u64>,
+    #[serde(default)]
+    pub keep_last: Option<u64>,
+    #[serde(default)]
+    pub max_age_days: Option<u64>,
+}
+
+/// `list_files` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListFilesArgs {
+    pub agent_id: String,
+    #[serde(default)]
+    pub prefix: Option<String>,
+}
+
+/// Arguments of the tools that take an agent and a path.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathArgs {
+    pub agent_id: String,
+    pub path: String,
+}
+
+/// Arguments of the tools that take only an agent.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentArgs {
+    pub agent_id: String,
+}
+
+/// The entry as the guest holds it: strings unescaped, other values as compact JSON.
+pub fn log_value(entry: Value) -> LogValue {
+    match entry {
+        Value::String(text) => LogValue::Text(text),
+        other => LogValue::Json(other.to_string()),
+    }
+}
+
+impl From<WriteFileArgs> for api::WriteFileRequest {
+    fn from(a: WriteFileArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            path: a.path,
+            content: a.content,
+            expected_version: a.expected_version,
+        }
+    }
+}
+
+impl From<EditFileArgs> for api::EditFileRequest {
+    fn from(a: EditFileArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            path: a.path,
+            base_version: a.base_version,
+            edits: a.edits.into_iter().map(api::Edit::from).collect(),
+        }
+    }
+}
+
+impl From<ReadFilesArgs> for api::ReadFilesRequest {
+    fn from(a: ReadFilesArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            paths: a.paths,
+            prefix: a.prefix,
+            max_tokens: a.max_tokens,
+        }
+    }
+}
+
+impl From<SearchArgs> for api::SearchRequest {
+    fn from(a: SearchArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            query: a.query,
+            prefix: a.prefix,
+            limit: a.limit,
+            offset: a.offset,
+        }
+    }
+}
+
+impl From<ReadFileArgs> for api::ReadFileRequest {
+    fn from(a: ReadFileArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            path: a.path,
+            since_version: a.since_version,
+            full_diff: a.full_diff.unwrap_or(false),
+            offset: a.offset,
+            limit: a.limit,
+            column: a.column,
+        }
+    }
+}
+
+impl From<ReadLogArgs> for api::ReadLogRequest {
+    fn from(a: ReadLogArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            path: a.path,
+            since_entry: a.since_entry,
+        }
+    }
+}
+
+impl From<ForgetLogArgs> for api::ForgetLogRequest {
+    fn from(a: ForgetLogArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            path: a.path,
+            before_entry: a.before_entry,
+            keep_last: a.keep_last,
+            max_age_days: a.max_age_days,
+        }
+    }
+}
+
+impl From<ListFilesArgs> for api::ListFilesRequest {
+    fn from(a: ListFilesArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            prefix: a.prefix,
+        }
+    }
+}
+
+impl From<DeleteFileArgs> for api::DeleteFileRequest {
+    fn from(a: DeleteFileArgs) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            path: a.path,
+            expected_version: a.expected_version,
+        }
+    }
+}
