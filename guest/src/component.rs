@@ -190,17 +190,7 @@ mod export {
         }
     }
 
-    impl crate::bindings::exports::scratchpad::mcp::json::Guest for Component {
-        fn list_tools() -> String {
-            crate::json::list_tools()
-        }
-        fn call(
-            tool: String,
-            arguments: String,
-        ) -> Result<String, crate::bindings::exports::scratchpad::mcp::json::CallError> {
-            crate::json::call::<Component>(&tool, &arguments)
-        }
-    }
+    crate::export_json!(Component);
 
     crate::bindings::export!(Component with_types_in crate::bindings);
 }

@@ -216,18 +216,8 @@ impl settings_bindings::exports::scratchpad::mcp::settings::Guest for Component 
     }
 }
 
-impl scratchpad_guest::bindings::exports::scratchpad::mcp::json::Guest for Component {
-    fn list_tools() -> String {
-        scratchpad_guest::json::list_tools()
-    }
-    fn call(
-        tool: String,
-        arguments: String,
-    ) -> Result<String, scratchpad_guest::bindings::exports::scratchpad::mcp::json::CallError> {
-        // Each tool runs in its own transaction (see `Guest for Component` above).
-        scratchpad_guest::json::call::<Component>(&tool, &arguments)
-    }
-}
+// The JSON way in: each tool in its own transaction (see `Guest for Component` above).
+scratchpad_guest::export_json!(Component);
 
 scratchpad_guest::bindings::export!(Component with_types_in scratchpad_guest::bindings);
 settings_bindings::export!(Component with_types_in settings_bindings);

@@ -29,6 +29,25 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+/// Implements the `json` export for a type that implements the `tools` export: every
+/// component exports the same JSON way in over its own tools.
+#[macro_export]
+macro_rules! export_json {
+    ($tools:ty) => {
+        impl $crate::bindings::exports::scratchpad::mcp::json::Guest for $tools {
+            fn list_tools() -> String {
+                $crate::json::list_tools()
+            }
+            fn call(
+                tool: String,
+                arguments: String,
+            ) -> Result<String, $crate::bindings::exports::scratchpad::mcp::json::CallError> {
+                $crate::json::call::<$tools>(&tool, &arguments)
+            }
+        }
+    };
+}
+
 /// Every tool as `tools/list` gives it, as a JSON array.
 pub fn list_tools() -> String {
     Value::Array(ToolName::ALL.map(catalogue::describe).to_vec()).to_string()

@@ -139,17 +139,7 @@ impl Guest for Hostile {
     }
 }
 
-/// The JSON way in runs the same misbehaving tools.
-impl scratchpad_guest::bindings::exports::scratchpad::mcp::json::Guest for Hostile {
-    fn list_tools() -> String {
-        scratchpad_guest::json::list_tools()
-    }
-    fn call(
-        tool: String,
-        arguments: String,
-    ) -> Result<String, scratchpad_guest::bindings::exports::scratchpad::mcp::json::CallError> {
-        scratchpad_guest::json::call::<Hostile>(&tool, &arguments)
-    }
-}
+// The JSON way in runs the same misbehaving tools.
+scratchpad_guest::export_json!(Hostile);
 
 scratchpad_guest::bindings::export!(Hostile with_types_in scratchpad_guest::bindings);
