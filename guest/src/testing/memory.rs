@@ -164,6 +164,14 @@ impl Storage for Memory {
     ) -> Result<(), StorageError> {
         let mut data = self.touch();
         let file = data.files.entry(Self::key(a, p)).or_default();
+        // The contract every store keeps: version numbers only rise.
+        if v <= file.last_version {
+            return Err(StorageError::Refused(format!(
+                "version {v} of {:?} is not above its last version {}",
+                p.as_str(),
+                file.last_version
+            )));
+        }
         let new_file = file.versions.is_empty();
         file.last_version = v;
         file.versions.insert(v, content.to_owned());
@@ -187,6 +195,10 @@ impl Storage for Memory {
         let kept = file.versions.split_off(&keep_from);
         let freed: usize = file.versions.values().map(String::len).sum();
         file.versions = kept;
+        // A pruned version's summaries go with it.
+        data.summaries.retain(|(agent, path, version, _), _| {
+            !(agent == a.as_str() && path == p.as_str() && *version < keep_from)
+        });
         data.usage
             .get_mut(a.as_str())
             .expect("usage exists")
@@ -202,6 +214,8 @@ impl Storage for Memory {
         let freed: usize = file.versions.values().map(String::len).sum();
         let existed = !file.versions.is_empty();
         file.versions.clear();
+        data.summaries
+            .retain(|(agent, path, _, _), _| !(agent == a.as_str() && path == p.as_str()));
         if existed {
             let usage = data.usage.get_mut(a.as_str()).expect("usage exists");
             usage.total_bytes -= freed as u64;
@@ -469,5 +483,35 @@ impl Summariser for ScriptedModel {
     fn summarise(&self, _: &SummaryRequest) -> Result<String, SummariserError> {
         self.requests.set(self.requests.get() + 1);
         self.answer.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Storage;
+
+    /// The test double keeps the storage contract the real stores keep: version numbers only
+    /// rise, and a version's summaries go with it.
+    #[test]
+    fn versions_only_rise_and_summaries_go_with_their_version() {
+        let store = Memory::default();
+        let (a, p) = (AgentId::parse("a").unwrap(), FilePath::parse("f").unwrap());
+        store.put_version(&a, &p, 1, "one").unwrap();
+        store.put_version(&a, &p, 2, "two").unwrap();
+        assert!(matches!(
+            store.put_version(&a, &p, 2, "again"),
+            Err(StorageError::Refused(m)) if m.contains("not above its last version 2")
+        ));
+        store.put_summary(&a, &p, 1, "m", "of one").unwrap();
+        store.put_summary(&a, &p, 2, "m", "of two").unwrap();
+        store.prune_versions(&a, &p, 2).unwrap();
+        assert_eq!(store.cached_summary(&a, &p, 1, "m").unwrap(), None);
+        assert_eq!(
+            store.cached_summary(&a, &p, 2, "m").unwrap().as_deref(),
+            Some("of two")
+        );
+        assert!(store.delete_file(&a, &p).unwrap());
+        assert_eq!(store.cached_summary(&a, &p, 2, "m").unwrap(), None);
     }
 }
