@@ -165,7 +165,7 @@ class Scratchpad:
         except Exception:
             self.instance = None
             raise
-        return answer if ty.result is None or function == "list-tools" else to_json(ty.result, answer)
+        return to_json(ty.result, answer)
 
     def close(self):
         """Closes the store: another process may open the folder at once."""

@@ -39,7 +39,7 @@ pub fn check(tool: ToolName, args: &Map<String, Value>, answer: &Value) -> Resul
         ToolName::ListFiles => under_prefix(args, paths(answer, "files")),
         ToolName::Search => {
             under_prefix(args, paths(answer, "hits"))?;
-            let hits = answer["hits"].as_array().map_or(0, Vec::len) as u64;
+            let hits = items(answer, "hits").len() as u64;
             let most = number(args, "limit").unwrap_or(MAX_HITS).min(MAX_HITS);
             if hits > most {
                 return Err(format!("{hits} hits, asked for at most {most}"));
@@ -72,13 +72,17 @@ fn same_path(args: &Map<String, Value>, answer: &Value) -> Result<(), Refusal> {
     ))
 }
 
-/// The numbers under `field` of each object in the list `list`.
-fn numbers<'a>(answer: &'a Value, list: &str, field: &'a str) -> impl Iterator<Item = u64> + 'a {
-    let items = answer[list]
+/// The items of the list `list` of the answer (none when it has no such list).
+fn items<'a>(answer: &'a Value, list: &str) -> &'a [Value] {
+    answer[list]
         .as_array()
         .map(Vec::as_slice)
-        .unwrap_or_default();
-    items
+        .unwrap_or_default()
+}
+
+/// The numbers under `field` of each object in the list `list`.
+fn numbers<'a>(answer: &'a Value, list: &str, field: &'a str) -> impl Iterator<Item = u64> + 'a {
+    items(answer, list)
         .iter()
         .map(move |item| item[field].as_u64().unwrap_or(0))
 }
@@ -97,11 +101,7 @@ fn rising(mut found: impl Iterator<Item = u64>, after: u64, what: &str) -> Resul
 
 /// The `path` of each object in the list `list`.
 fn paths<'a>(answer: &'a Value, list: &str) -> impl Iterator<Item = &'a str> {
-    let items = answer[list]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    items
+    items(answer, list)
         .iter()
         .map(|item| item["path"].as_str().unwrap_or_default())
 }
@@ -153,10 +153,7 @@ fn read_files(args: &Map<String, Value>, answer: &Value) -> Result<(), Refusal> 
         Some(paths) => paths.contains(&path),
         None => path.starts_with(prefix),
     };
-    let missing = answer["missing"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let missing = items(answer, "missing");
     let stray = paths(answer, "files")
         .chain(paths(answer, "left_out"))
         .chain(missing.iter().map(|m| m.as_str().unwrap_or_default()))

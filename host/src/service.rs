@@ -153,7 +153,7 @@ impl Service {
             Mode::Write
         };
         let agent = agent_of(args);
-        let arguments = Value::Object(args.clone()).to_string();
+        let arguments = serde_json::to_string(args).unwrap_or_default();
         let txn = self.backend.begin(mode).map_err(CallError::Storage)?;
         let state = CallState::new(agent, txn, Arc::clone(&self.model)).with_limits(self.limits);
         let (answer, state) = self.sandbox.run(state, |instance, store| {

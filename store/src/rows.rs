@@ -365,6 +365,19 @@ pub struct Summary {
     pub summary: String,
 }
 
+impl Summary {
+    /// A summary of `version` of `agent`'s `path` by `model`.
+    pub fn new(agent: &str, path: &str, version: u64, model: &str, summary: &str) -> Self {
+        Self {
+            agent: agent.into(),
+            path: path.into(),
+            version,
+            model: model.into(),
+            summary: summary.into(),
+        }
+    }
+}
+
 /// Caches a summary if its version is still kept; returns whether it was.
 pub fn store_summary(conn: &Connection, s: &Summary) -> Result<bool, Error> {
     let stored = conn

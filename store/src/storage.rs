@@ -197,13 +197,7 @@ impl Storage for Tx<'_> {
         model: &str,
         summary: &str,
     ) -> Result<(), StorageError> {
-        let summary = rows::Summary {
-            agent: a.as_str().into(),
-            path: p.as_str().into(),
-            version,
-            model: model.into(),
-            summary: summary.into(),
-        };
+        let summary = rows::Summary::new(a.as_str(), p.as_str(), version, model, summary);
         rows::store_summary(self.conn, &summary)?;
         Ok(())
     }

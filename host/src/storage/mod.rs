@@ -51,22 +51,6 @@ impl Mode {
 /// while the model thinks.
 use scratchpad_store::rows::Summary as PendingSummary;
 
-fn pending_summary(
-    agent: &str,
-    path: &str,
-    version: u64,
-    model: &str,
-    summary: &str,
-) -> PendingSummary {
-    PendingSummary {
-        agent: agent.into(),
-        path: path.into(),
-        version,
-        model: model.into(),
-        summary: summary.into(),
-    }
-}
-
 /// The host's check on a `put-summary` stored in a write call (a read call keeps its
 /// summaries for after it): the version summarised must be kept, as `stored` says.
 fn check_summary_stored(summary: &PendingSummary, stored: bool) -> Result<(), StoreError> {

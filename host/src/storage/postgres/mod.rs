@@ -688,7 +688,7 @@ impl Txn for PgTxn {
         model: &str,
         summary: &str,
     ) -> Result<(), StoreError> {
-        let summary = super::pending_summary(agent, path, version, model, summary);
+        let summary = PendingSummary::new(agent, path, version, model, summary);
         if self.mode == Mode::Read {
             self.pending_summaries.push(summary);
             return Ok(());
