@@ -9,13 +9,14 @@
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
-use scratchpad_bench::{NativePort, component_call, document};
+use scratchpad_bench::{component_call, document, native_call};
 use scratchpad_guest::testing::ScriptedModel;
 use scratchpad_guest::{api, tools};
+use scratchpad_mcp::bindings::NO_OVERRIDES;
 use scratchpad_mcp::bindings::{LogValue, ToolError, Tools, api as host_api};
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
-use scratchpad_mcp::storage::{Backend, Mode, Sqlite};
+use scratchpad_mcp::storage::{Backend, Mode, Sqlite, Txn};
 use scratchpad_mcp::summariser::{Anthropic, AnthropicConfig, SummaryModel};
 use scratchpad_mcp::{Service, Settings};
 use serde_json::{Value, json};
@@ -53,7 +54,7 @@ impl Ways {
                 db: dir.join("service.db"),
                 database: None,
                 cache_dir: Some(cache.clone()),
-                limits: scratchpad_mcp::bindings::NO_OVERRIDES,
+                limits: NO_OVERRIDES,
                 anthropic: no_key(),
                 http: Default::default(),
             })
@@ -64,9 +65,9 @@ impl Ways {
     fn native<R, E: std::fmt::Debug>(
         &self,
         mode: Mode,
-        tool: impl FnOnce(&NativePort) -> Result<R, E>,
+        tool: impl FnOnce(&dyn Txn) -> Result<R, E>,
     ) -> R {
-        NativePort::call(&self.native, mode, "bench", tool)
+        native_call(&self.native, mode, "bench", tool)
     }
 
     fn component<R>(
@@ -581,7 +582,7 @@ fn instance_setup(c: &mut Criterion) {
     let mut group = c.benchmark_group("sandbox");
     group.bench_function("setup", |b| {
         b.iter_batched(
-            || w.backend.begin(Mode::Read).unwrap(),
+            || w.backend.begin(Mode::Read, NO_OVERRIDES).unwrap(),
             |txn| {
                 let state = CallState::new("bench", txn, Arc::clone(&w.model));
                 let (instantiated, state) = w.sandbox.run(state, |_, _| Ok(()));

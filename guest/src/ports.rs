@@ -1,8 +1,13 @@
 //! The two ports the logic runs against: a transactional store and a summariser.
 //!
-//! They mirror the `storage` and `summariser` imports of the WIT one to one. In the component
-//! they are the imports themselves; in native tests they are in-memory fakes. Every storage
-//! method names the agent: the embedder checks it is the agent of the call.
+//! They mirror the `storage` and `summariser` imports of the WIT one to one, and [`Storage`]
+//! is the one statement of the storage contract in Rust: the component's imports, the
+//! self-contained component's SQLite store, the server's SQLite and PostgreSQL backends and
+//! the in-memory test store all implement it, and `testing::contract` holds every one of
+//! them to the same suite. Every storage method names the agent: the embedder checks it is
+//! the agent of the call. The refusals every implementation owes (a version that does not
+//! rise, a prune of the current version, a summary of a version not kept, a log entry
+//! counted wrong) are the `check_*` functions below, so each is decided once.
 
 use crate::bindings::scratchpad::mcp::storage::{FileState, LogState, Retention, SearchMatch};
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
@@ -10,6 +15,9 @@ use crate::names::{AgentId, FilePath, Prefix};
 use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
 
 /// What the tools need from storage. Every call is part of the tool call's transaction.
+///
+/// Methods take `&self`: in the component they are imports, which need no exclusive access;
+/// an implementation that does keeps its transaction in a cell.
 pub trait Storage {
     /// The state of a path, or none if the agent never wrote it.
     fn stat_file(
@@ -115,4 +123,56 @@ pub trait Summariser {
     fn model(&self) -> String;
     /// Asks the model for a summary.
     fn summarise(&self, request: &SummaryRequest) -> Result<String, SummariserError>;
+}
+
+/// Refuses a `put-version` whose number is not above the last one the path ever had.
+pub fn check_new_version(path: &str, version: u64, last: u64) -> Result<(), StorageError> {
+    if version <= last {
+        return Err(StorageError::Refused(format!(
+            "version {version} of {path:?} is not above its last version {last}"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a `prune-versions` of a path with no versions, or one that would drop the current
+/// version.
+pub fn check_prune(path: &str, keep_from: u64, current: Option<u64>) -> Result<(), StorageError> {
+    let Some(current) = current else {
+        return Err(StorageError::Refused(format!(
+            "prune-versions of {path:?}, which has no versions"
+        )));
+    };
+    if keep_from > current {
+        return Err(StorageError::Refused(format!(
+            "prune-versions below {keep_from} would drop the current version {current} of {path:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a `put-summary` of a version that is not kept (`kept` says whether it is).
+pub fn check_summary_kept(path: &str, version: u64, kept: bool) -> Result<(), StorageError> {
+    if kept {
+        return Ok(());
+    }
+    Err(StorageError::Refused(format!(
+        "put-summary for version {version} of {path:?}, which is not kept"
+    )))
+}
+
+/// An `append-log` entry as stored: whether it is text, and its body, whose size must be the
+/// `bytes` the tools counted against the quotas.
+pub fn check_log_bytes(entry: &LogValue, bytes: u64) -> Result<(bool, &str), StorageError> {
+    let (is_text, body) = match entry {
+        LogValue::Text(t) => (true, t.as_str()),
+        LogValue::Json(j) => (false, j.as_str()),
+    };
+    if bytes != body.len() as u64 {
+        return Err(StorageError::Refused(format!(
+            "append-log counted {bytes} bytes for an entry of {} bytes",
+            body.len()
+        )));
+    }
+    Ok((is_text, body))
 }

@@ -15,17 +15,8 @@ pub use scratchpad::mcp::storage::{
 };
 pub use scratchpad::mcp::summariser::SummaryRequest;
 pub use scratchpad::mcp::types::{
-    FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage,
+    FileMeta, LogEntry, LogValue, StorageError, SummariserError, ToolError, Usage,
 };
-
-/// An embedder that sets no limits of its own: every limit is the guest's default.
-pub const NO_OVERRIDES: LimitOverrides = LimitOverrides {
-    max_files: None,
-    max_log_entries: None,
-    max_total_bytes: None,
-    max_write_bytes: None,
-    max_log_entry_bytes: None,
-    versions_kept: None,
-    log_page_size: None,
-    max_response_tokens: None,
-};
+/// The operator's limits are kept in the guest crate's type, which the storage contract
+/// speaks; only the `limits` import moves them into the generated one.
+pub use scratchpad_guest::{LimitOverrides, limits::NO_OVERRIDES};

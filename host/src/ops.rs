@@ -239,20 +239,6 @@ pub struct Restored {
     pub replaced: Option<PathBuf>,
 }
 
-/// The operator's limits as the guest crate's type: one WIT record, bound on each side.
-fn guest_limits(l: &LimitOverrides) -> scratchpad_guest::LimitOverrides {
-    scratchpad_guest::LimitOverrides {
-        max_files: l.max_files,
-        max_log_entries: l.max_log_entries,
-        max_total_bytes: l.max_total_bytes,
-        max_write_bytes: l.max_write_bytes,
-        max_log_entry_bytes: l.max_log_entry_bytes,
-        versions_kept: l.versions_kept,
-        log_page_size: l.log_page_size,
-        max_response_tokens: l.max_response_tokens,
-    }
-}
-
 /// Puts the snapshot in `dir` in place of the store at `db`: verified first, refused while
 /// any process has the store open, the old store kept aside.
 pub fn restore(db: &Path, dir: &Path) -> Result<Restored, OpsError> {
@@ -298,7 +284,7 @@ pub fn import(
 ) -> Result<(String, Tally), OpsError> {
     let store = Sqlite::open(db)?;
     let mut progress = Progress::new("importing");
-    let quotas = scratchpad_guest::limits::quotas(&guest_limits(limits));
+    let quotas = scratchpad_guest::limits::quotas(limits);
     let result = store.import(input, as_agent, replace, quotas, &mut |n| progress.items(n))?;
     progress.done();
     Ok(result)

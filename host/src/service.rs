@@ -5,14 +5,15 @@
 
 use crate::answer;
 use crate::bindings::exports::scratchpad::mcp::json::CallError as GuestCallError;
-use crate::bindings::{FileMeta, LimitOverrides, NO_OVERRIDES, StorageError, ToolError};
+use crate::bindings::{LimitOverrides, NO_OVERRIDES, ToolError};
 use crate::gate::{Allowance, Rate};
 use crate::imports::CallState;
 use crate::sandbox::{Sandbox, SandboxError};
-use crate::storage::{Backend, Mode, StoreError};
+use crate::storage::{Backend, Mode};
 use crate::summariser::SummaryModel;
 /// The tools, as the guest crate defines them (linked natively).
 pub use scratchpad_guest::json::ToolName;
+use scratchpad_guest::{FileMeta, StorageError};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,25 +39,12 @@ pub enum CallError {
     /// The guest's answer broke an invariant of the host (see [`answer`]).
     #[error("the tool logic gave an answer the server refuses ({0}); nothing was changed")]
     Guest(String),
-    /// The store failed.
-    #[error("{}", storage_text(.0))]
-    Storage(StoreError),
+    /// The store failed (what only the operator may read went to the log).
+    #[error("{}", scratchpad_guest::json::storage_message(.0))]
+    Storage(StorageError),
     /// The sandbox stopped the guest.
     #[error("{0}; nothing was changed")]
     Sandbox(SandboxError),
-}
-
-/// A store failure in the words every embedding uses (the guest crate's, linked natively).
-fn storage_text(e: &StoreError) -> String {
-    use scratchpad_guest::StorageError as Guest;
-    let e = match e.to_wit() {
-        StorageError::Busy => Guest::Busy,
-        StorageError::Full => Guest::Full,
-        StorageError::ReadOnly => Guest::ReadOnly,
-        StorageError::Refused(m) => Guest::Refused(m),
-        StorageError::Other(m) => Guest::Other(m),
-    };
-    scratchpad_guest::json::storage_message(&e)
 }
 
 impl From<GuestCallError> for CallError {
@@ -116,7 +104,7 @@ impl Service {
     ) -> Result<Vec<(String, FileMeta)>, CallError> {
         self.backend
             .all_files(agents, after, limit)
-            .map_err(CallError::Storage)
+            .map_err(|e| CallError::Storage(e.into()))
     }
 
     /// Takes one call from `agent`'s rate bucket in the store, where the store keeps them
@@ -124,7 +112,7 @@ impl Service {
     pub fn take_call(&self, agent: &str, rate: Rate) -> Option<Result<Allowance, CallError>> {
         self.backend
             .take_call(agent, rate)
-            .map(|taken| taken.map_err(CallError::Storage))
+            .map(|taken| taken.map_err(|e| CallError::Storage(e.into())))
     }
 
     /// Calls the tool `name` with MCP arguments; the result is the tool's structured content.
@@ -154,8 +142,11 @@ impl Service {
         };
         let agent = agent_of(args);
         let arguments = serde_json::to_string(args).unwrap_or_default();
-        let txn = self.backend.begin(mode).map_err(CallError::Storage)?;
-        let state = CallState::new(agent, txn, Arc::clone(&self.model)).with_limits(self.limits);
+        let txn = self
+            .backend
+            .begin(mode, self.limits)
+            .map_err(|e| CallError::Storage(e.into()))?;
+        let state = CallState::new(agent, txn, Arc::clone(&self.model));
         let (answer, state) = self.sandbox.run(state, |instance, store| {
             instance
                 .scratchpad_mcp_json()
@@ -170,7 +161,8 @@ impl Service {
         let json: Value = serde_json::from_str(&text)
             .map_err(|_| CallError::Guest("an answer that is not JSON".into()))?;
         answer::check(tool, args, &json).map_err(CallError::Guest)?;
-        txn.commit(agent).map_err(CallError::Storage)?;
+        txn.commit(agent)
+            .map_err(|e| CallError::Storage(e.into()))?;
         Ok(json)
     }
 }

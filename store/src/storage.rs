@@ -2,9 +2,8 @@
 //! tools against, and what native tests use to run the tools over real SQLite.
 //!
 //! The caller owns the transaction: [`Tx`] only runs statements on a connection inside it.
-//! Unlike the server's backend, nothing here distrusts the tools: in the self-contained
-//! component they are compiled into the same module, so a check of their requests would
-//! guard them against themselves.
+//! It keeps the contract's refusals (the guest's `check_*` functions) like every other
+//! storage, and is held to the same contract suite.
 
 use crate::{Error, index, logs, rows};
 use rusqlite::Connection;
@@ -12,6 +11,9 @@ use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, Retention, SearchMatch,
 };
 use scratchpad_guest::names::{AgentId, FilePath, Prefix};
+use scratchpad_guest::ports::{
+    check_log_bytes, check_new_version, check_prune, check_summary_kept,
+};
 use scratchpad_guest::{
     FileMeta, LimitOverrides, LogEntry, LogValue, Storage, StorageError, Usage,
 };
@@ -76,8 +78,9 @@ impl Storage for Tx<'_> {
         version: u64,
         content: &str,
     ) -> Result<(), StorageError> {
-        let existed =
-            rows::file_row(self.conn, a.as_str(), p.as_str())?.is_some_and(|r| r.current.is_some());
+        let row = rows::file_row(self.conn, a.as_str(), p.as_str())?;
+        let (last, existed) = row.map_or((0, false), |r| (r.last_version, r.current.is_some()));
+        check_new_version(p.as_str(), version, last)?;
         Ok(rows::put_version(
             self.conn,
             a.as_str(),
@@ -93,7 +96,9 @@ impl Storage for Tx<'_> {
         p: &FilePath,
         keep_from: u64,
     ) -> Result<(), StorageError> {
-        match rows::file_row(self.conn, a.as_str(), p.as_str())? {
+        let row = rows::file_row(self.conn, a.as_str(), p.as_str())?;
+        check_prune(p.as_str(), keep_from, row.and_then(|r| r.current))?;
+        match row {
             Some(row) => Ok(rows::prune_versions(self.conn, a.as_str(), row, keep_from)?),
             None => Ok(()),
         }
@@ -109,12 +114,9 @@ impl Storage for Tx<'_> {
         a: &AgentId,
         p: &FilePath,
         entry: &LogValue,
-        _bytes: u64,
+        bytes: u64,
     ) -> Result<u64, StorageError> {
-        let (is_text, body) = match entry {
-            LogValue::Text(t) => (true, t.as_str()),
-            LogValue::Json(j) => (false, j.as_str()),
-        };
+        let (is_text, body) = check_log_bytes(entry, bytes)?;
         Ok(rows::append_log(
             self.conn,
             a.as_str(),
@@ -198,8 +200,8 @@ impl Storage for Tx<'_> {
         summary: &str,
     ) -> Result<(), StorageError> {
         let summary = rows::Summary::new(a.as_str(), p.as_str(), version, model, summary);
-        rows::store_summary(self.conn, &summary)?;
-        Ok(())
+        let kept = rows::store_summary(self.conn, &summary)?;
+        check_summary_kept(p.as_str(), version, kept)
     }
     fn limits(&self, _agent: &AgentId) -> LimitOverrides {
         self.limits
@@ -222,5 +224,39 @@ impl Storage for Tx<'_> {
             limit,
             offset,
         )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scratchpad_guest::limits::NO_OVERRIDES;
+    use scratchpad_guest::testing::contract::{self, Harness};
+
+    /// A fresh store in a temporary folder, each step one committed transaction.
+    struct Fresh {
+        conn: Connection,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Harness for Fresh {
+        fn call(&self, _agent: &str, step: &mut dyn FnMut(&dyn Storage)) {
+            let uncounted = BTreeMap::new();
+            self.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            step(&Tx::new(&self.conn, NO_OVERRIDES, &uncounted));
+            self.conn.execute_batch("COMMIT").unwrap();
+        }
+
+        fn wait(&self, ms: u64) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+    }
+
+    #[test]
+    fn the_store_keeps_the_storage_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("scratchpad.db")).unwrap();
+        crate::schema::migrate(&conn).unwrap();
+        contract::check(&Fresh { conn, _dir: dir });
     }
 }

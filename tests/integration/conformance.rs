@@ -167,11 +167,11 @@ fn call(
         Value::String(agent) => agent.clone(),
         request => request["agent-id"].as_str().expect("agent-id").to_owned(),
     };
-    let txn = store.begin(Mode::Write).expect("begin");
+    let txn = store.begin(Mode::Write, limits(group)).expect("begin");
     let model = Fixed {
         configured: group["summariser"] != "not-configured",
     };
-    let state = CallState::new(&agent, txn, Arc::new(model)).with_limits(limits(group));
+    let state = CallState::new(&agent, txn, Arc::new(model));
     let (answer, state) = sandbox.run_dynamic(state, |instance, store| {
         let tools = instance
             .get_export_index(&mut *store, None, TOOLS)

@@ -7,6 +7,7 @@
 
 mod common;
 mod conformance;
+mod contract;
 mod files;
 // The fuzz target's oracle, tested here against the hostile guest.
 #[path = "../../fuzz/src/oracle.rs"]

@@ -7,6 +7,7 @@
 
 use crate::common::{Scratch, TestDatabase};
 use crate::sandbox::HOSTILE;
+use scratchpad_guest::names::{AgentId, FilePath};
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::gate::{Gate, RateLimiter, Refusal};
 use scratchpad_mcp::keys::{Access, Identity, Scope};
@@ -510,8 +511,9 @@ fn tls_is_used_when_asked_for_and_the_server_is_verified() {
     let Some(ca) = test_ca() else { return };
     let store = Postgres::open(&db.url_with(&format!("sslmode=require&sslrootcert={ca}")))
         .expect("open over TLS");
-    let mut txn = store.begin(Mode::Write).expect("begin");
-    txn.put_version("a", "f", 1, "over TLS").unwrap();
+    let txn = store.begin(Mode::Write, NO_OVERRIDES).expect("begin");
+    let (a, f) = (AgentId::parse("a").unwrap(), FilePath::parse("f").unwrap());
+    txn.put_version(&a, &f, 1, "over TLS").unwrap();
     txn.commit("a").unwrap();
     // The server says the store's connections are encrypted.
     let encrypted: i64 = db

@@ -7,13 +7,30 @@ use crate::bindings::scratchpad::mcp::storage::{
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
 use crate::limits::NO_OVERRIDES;
 use crate::names::{AgentId, FilePath, Prefix};
-use crate::ports::{Storage, Summariser};
+use crate::ports::{
+    Storage, Summariser, check_log_bytes, check_new_version, check_prune, check_summary_kept,
+};
 use crate::tools::search::{entry_text, words};
 use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
-const NOW: &str = "2026-11-30T00:00:00.000Z";
+/// The store's clock starts at 2026-11-30T00:00:00Z and moves only by [`Memory::advance`].
+fn stamp(ms: u64) -> String {
+    let (secs, ms) = (ms / 1000, ms % 1000);
+    let (days, secs) = (secs / 86_400, secs % 86_400);
+    let (month, day) = if days == 0 {
+        (11, 30)
+    } else {
+        (12, days.min(31))
+    };
+    format!(
+        "2026-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
 
 /// A log that keeps every entry.
 const KEEP_ALL: Retention = Retention {
@@ -45,6 +62,8 @@ struct Data {
 pub struct Memory {
     data: RefCell<Data>,
     calls: Cell<usize>,
+    /// Milliseconds since the clock's start.
+    clock: Cell<u64>,
     limits: Option<LimitOverrides>,
 }
 
@@ -78,6 +97,15 @@ impl Memory {
     fn touch(&self) -> std::cell::RefMut<'_, Data> {
         self.calls.set(self.calls.get() + 1);
         self.data.borrow_mut()
+    }
+
+    /// Moves the store's clock on (it covers the first month; tests move it by seconds).
+    pub fn advance(&self, ms: u64) {
+        self.clock.set(self.clock.get() + ms);
+    }
+
+    fn now(&self) -> String {
+        stamp(self.clock.get())
     }
 
     /// How many storage calls were made.
@@ -128,6 +156,7 @@ impl Memory {
 impl Storage for Memory {
     fn stat_file(&self, a: &AgentId, p: &FilePath) -> Result<Option<FileState>, StorageError> {
         let data = self.touch();
+        let created_at = self.now();
         Ok(data.files.get(&Self::key(a, p)).map(|f| FileState {
             last_version: f.last_version,
             kept: f
@@ -136,7 +165,7 @@ impl Storage for Memory {
                 .map(|(v, c)| VersionInfo {
                     version: *v,
                     bytes: c.len() as u64,
-                    created_at: NOW.into(),
+                    created_at: created_at.clone(),
                 })
                 .collect(),
         }))
@@ -164,14 +193,7 @@ impl Storage for Memory {
     ) -> Result<(), StorageError> {
         let mut data = self.touch();
         let file = data.files.entry(Self::key(a, p)).or_default();
-        // The contract every store keeps: version numbers only rise.
-        if v <= file.last_version {
-            return Err(StorageError::Refused(format!(
-                "version {v} of {:?} is not above its last version {}",
-                p.as_str(),
-                file.last_version
-            )));
-        }
+        check_new_version(p.as_str(), v, file.last_version)?;
         let new_file = file.versions.is_empty();
         file.last_version = v;
         file.versions.insert(v, content.to_owned());
@@ -188,10 +210,12 @@ impl Storage for Memory {
         keep_from: u64,
     ) -> Result<(), StorageError> {
         let mut data = self.touch();
-        let file = data
-            .files
-            .get_mut(&Self::key(a, p))
-            .expect("pruned file exists");
+        let file = data.files.entry(Self::key(a, p)).or_default();
+        check_prune(
+            p.as_str(),
+            keep_from,
+            file.versions.last_key_value().map(|(v, _)| *v),
+        )?;
         let kept = file.versions.split_off(&keep_from);
         let freed: usize = file.versions.values().map(String::len).sum();
         file.versions = kept;
@@ -238,7 +262,7 @@ impl Storage for Memory {
                     path: path.clone(),
                     version: *version,
                     bytes: content.len() as u64,
-                    updated_at: NOW.into(),
+                    updated_at: self.now(),
                 }
             })
             .collect())
@@ -251,6 +275,8 @@ impl Storage for Memory {
         e: &LogValue,
         bytes: u64,
     ) -> Result<u64, StorageError> {
+        check_log_bytes(e, bytes)?;
+        let created_at = self.now();
         let mut data = self.touch();
         let meta = data
             .log_meta
@@ -262,7 +288,7 @@ impl Storage for Memory {
         log.push(LogEntry {
             id,
             entry: e.clone(),
-            created_at: NOW.into(),
+            created_at,
         });
         let usage = data.usage.entry(a.as_str().into()).or_insert_with(zero);
         usage.total_bytes += bytes;
@@ -320,18 +346,22 @@ impl Storage for Memory {
         Ok(())
     }
 
-    /// The in-memory store's clock stands still, so only `before` removes entries here.
     fn trim_log(
         &self,
         a: &AgentId,
         p: &FilePath,
         before: u64,
-        _older_than_seconds: Option<u64>,
+        older_than_seconds: Option<u64>,
     ) -> Result<u64, StorageError> {
+        // Stamps of one width: text order is time order.
+        let cutoff = older_than_seconds
+            .map(|s| stamp(self.clock.get().saturating_sub(s.saturating_mul(1000))));
+        let old = |e: &LogEntry| cutoff.as_ref().is_some_and(|c| e.created_at < *c);
         let mut data = self.touch();
         let log = data.logs.entry(Self::key(a, p)).or_default();
-        let (gone, kept): (Vec<LogEntry>, Vec<LogEntry>) =
-            std::mem::take(log).into_iter().partition(|e| e.id < before);
+        let (gone, kept): (Vec<LogEntry>, Vec<LogEntry>) = std::mem::take(log)
+            .into_iter()
+            .partition(|e| e.id < before || old(e));
         *log = kept;
         let bytes: u64 = gone.iter().map(|e| entry_text(&e.entry).len() as u64).sum();
         let usage = data.usage.entry(a.as_str().into()).or_insert_with(zero);
@@ -366,6 +396,11 @@ impl Storage for Memory {
         summary: &str,
     ) -> Result<(), StorageError> {
         let mut data = self.touch();
+        let kept = data
+            .files
+            .get(&Self::key(a, p))
+            .is_some_and(|f| f.versions.contains_key(&v));
+        check_summary_kept(p.as_str(), v, kept)?;
         let key = Self::summary_key(a, p, v, model);
         data.summaries.insert(key, summary.to_owned());
         Ok(())
@@ -436,6 +471,17 @@ impl Storage for Memory {
     }
 }
 
+/// Each step is a call on the store itself: it has no transactions to commit.
+impl super::contract::Harness for Memory {
+    fn call(&self, _agent: &str, step: &mut dyn FnMut(&dyn Storage)) {
+        step(self);
+    }
+
+    fn wait(&self, ms: u64) {
+        self.advance(ms);
+    }
+}
+
 /// A model that gives one scripted answer and counts how often it was asked.
 pub struct ScriptedModel {
     name: String,
@@ -489,29 +535,17 @@ impl Summariser for ScriptedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Storage;
 
-    /// The test double keeps the storage contract the real stores keep: version numbers only
-    /// rise, and a version's summaries go with it.
+    /// The test double keeps the storage contract the real stores keep.
     #[test]
-    fn versions_only_rise_and_summaries_go_with_their_version() {
-        let store = Memory::default();
-        let (a, p) = (AgentId::parse("a").unwrap(), FilePath::parse("f").unwrap());
-        store.put_version(&a, &p, 1, "one").unwrap();
-        store.put_version(&a, &p, 2, "two").unwrap();
-        assert!(matches!(
-            store.put_version(&a, &p, 2, "again"),
-            Err(StorageError::Refused(m)) if m.contains("not above its last version 2")
-        ));
-        store.put_summary(&a, &p, 1, "m", "of one").unwrap();
-        store.put_summary(&a, &p, 2, "m", "of two").unwrap();
-        store.prune_versions(&a, &p, 2).unwrap();
-        assert_eq!(store.cached_summary(&a, &p, 1, "m").unwrap(), None);
-        assert_eq!(
-            store.cached_summary(&a, &p, 2, "m").unwrap().as_deref(),
-            Some("of two")
-        );
-        assert!(store.delete_file(&a, &p).unwrap());
-        assert_eq!(store.cached_summary(&a, &p, 2, "m").unwrap(), None);
+    fn the_in_memory_store_keeps_the_storage_contract() {
+        crate::testing::contract::check(&Memory::default());
+    }
+
+    #[test]
+    fn the_clock_writes_rfc3339_stamps_of_one_width() {
+        assert_eq!(stamp(0), "2026-11-30T00:00:00.000Z");
+        assert_eq!(stamp(3_723_004), "2026-11-30T01:02:03.004Z");
+        assert_eq!(stamp(86_400_000 + 1), "2026-12-01T00:00:00.001Z");
     }
 }

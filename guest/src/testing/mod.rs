@@ -3,6 +3,7 @@
 //! with fixed seeds; the fuzz targets (`fuzz/`) run the same checks on whatever the fuzzer
 //! finds.
 
+pub mod contract;
 mod memory;
 pub mod properties;
 

@@ -22,7 +22,10 @@ pub const MAX_PATHS: usize = 100;
 const FILE_FRAME_BYTES: u64 = 48;
 
 /// Reads the files asked for, whole, within the budget.
-pub fn read_files(s: &impl Storage, r: ReadFilesRequest) -> Result<ReadFilesResult, ToolError> {
+pub fn read_files(
+    s: &(impl Storage + ?Sized),
+    r: ReadFilesRequest,
+) -> Result<ReadFilesResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let answer_limit = quotas(&s.limits(&agent)).max_response_tokens;
     let max_tokens = r.max_tokens.unwrap_or(answer_limit);

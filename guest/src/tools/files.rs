@@ -17,7 +17,10 @@ use crate::{FileMeta, Quotas, ToolError};
 
 /// Stores content as a new version, unless it equals the current one; prunes to the newest
 /// `versions_kept` in the same transaction.
-pub fn write_file(s: &impl Storage, r: WriteFileRequest) -> Result<WriteFileResult, ToolError> {
+pub fn write_file(
+    s: &(impl Storage + ?Sized),
+    r: WriteFileRequest,
+) -> Result<WriteFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     let q = quotas(&s.limits(&agent));
@@ -67,7 +70,7 @@ fn expect_version(path: &FilePath, current: u64, expected: u64) -> Result<(), To
 /// Stores `content` (of a checked size) as the next version of a path whose state is
 /// `state`: the one place that applies the quotas and pruning.
 fn store(
-    s: &impl Storage,
+    s: &(impl Storage + ?Sized),
     q: &Quotas,
     agent: &AgentId,
     path: &FilePath,
@@ -123,7 +126,10 @@ fn store(
 
 /// Applies `edits` to the current version, which must be `base_version`, and stores the
 /// result as a new version (through the same path as a write).
-pub fn edit_file(s: &impl Storage, r: EditFileRequest) -> Result<WriteFileResult, ToolError> {
+pub fn edit_file(
+    s: &(impl Storage + ?Sized),
+    r: EditFileRequest,
+) -> Result<WriteFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     if r.edits.is_empty() {
@@ -151,7 +157,11 @@ pub fn edit_file(s: &impl Storage, r: EditFileRequest) -> Result<WriteFileResult
 }
 
 /// The kept versions with their sizes, times and content hashes.
-pub fn file_history(s: &impl Storage, agent_id: &str, path: &str) -> Result<History, ToolError> {
+pub fn file_history(
+    s: &(impl Storage + ?Sized),
+    agent_id: &str,
+    path: &str,
+) -> Result<History, ToolError> {
     let agent = AgentId::parse(agent_id)?;
     let path = FilePath::parse(path)?;
     let kept = s
@@ -179,7 +189,10 @@ pub fn file_history(s: &impl Storage, agent_id: &str, path: &str) -> Result<Hist
 
 /// The whole current content, or what changed since `since_version`; content too long for
 /// one answer comes in parts of whole lines.
-pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult, ToolError> {
+pub fn read_file(
+    s: &(impl Storage + ?Sized),
+    r: ReadFileRequest,
+) -> Result<ReadFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     if r.since_version.is_some() && (r.offset.is_some() || r.limit.is_some() || r.column.is_some())
@@ -272,14 +285,20 @@ pub fn read_file(s: &impl Storage, r: ReadFileRequest) -> Result<ReadFileResult,
 }
 
 /// The agent's files under a prefix, sorted by path.
-pub fn list_files(s: &impl Storage, r: ListFilesRequest) -> Result<Vec<FileMeta>, ToolError> {
+pub fn list_files(
+    s: &(impl Storage + ?Sized),
+    r: ListFilesRequest,
+) -> Result<Vec<FileMeta>, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let prefix = Prefix::parse(r.prefix.as_deref())?;
     Ok(s.list_files(&agent, &prefix)?)
 }
 
 /// Deletes a file with all its versions and summaries; its version numbers are not reused.
-pub fn delete_file(s: &impl Storage, r: DeleteFileRequest) -> Result<DeleteFileResult, ToolError> {
+pub fn delete_file(
+    s: &(impl Storage + ?Sized),
+    r: DeleteFileRequest,
+) -> Result<DeleteFileResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     if let Some(expected) = r.expected_version {

@@ -31,7 +31,10 @@ pub fn check_entry_size(q: &Quotas, bytes: u64) -> Result<(), ToolError> {
 }
 
 /// Appends one entry; entries are never changed afterwards.
-pub fn append_log(s: &impl Storage, r: AppendLogRequest) -> Result<AppendLogResult, ToolError> {
+pub fn append_log(
+    s: &(impl Storage + ?Sized),
+    r: AppendLogRequest,
+) -> Result<AppendLogResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     let q = quotas(&s.limits(&agent));
@@ -68,7 +71,7 @@ const SECONDS_A_DAY: u64 = 86_400;
 /// Removal only ever takes the oldest entries, so the ones left have consecutive ids up to
 /// `last_id`, and "the newest k" are those from `last_id + 1 - k`.
 fn enforce(
-    s: &impl Storage,
+    s: &(impl Storage + ?Sized),
     agent: &AgentId,
     path: &FilePath,
     before: u64,
@@ -87,7 +90,10 @@ fn enforce(
 }
 
 /// Deletes entries of a log now, and sets how long it keeps them from now on.
-pub fn forget_log(s: &impl Storage, r: ForgetLogRequest) -> Result<ForgetLogResult, ToolError> {
+pub fn forget_log(
+    s: &(impl Storage + ?Sized),
+    r: ForgetLogRequest,
+) -> Result<ForgetLogResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     if r.keep_last == Some(0) {
@@ -126,7 +132,7 @@ pub fn forget_log(s: &impl Storage, r: ForgetLogRequest) -> Result<ForgetLogResu
 }
 
 /// One page of entries after the cursor, oldest first. An unknown log reads as empty.
-pub fn read_log(s: &impl Storage, r: ReadLogRequest) -> Result<LogPage, ToolError> {
+pub fn read_log(s: &(impl Storage + ?Sized), r: ReadLogRequest) -> Result<LogPage, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let path = FilePath::parse(&r.path)?;
     let after = r.since_entry.unwrap_or(0);

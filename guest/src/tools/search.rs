@@ -111,7 +111,7 @@ pub fn entry_text(entry: &LogValue) -> &str {
 
 /// What a match shows: its lines or its snippet, read from the store.
 fn hit(
-    s: &impl Storage,
+    s: &(impl Storage + ?Sized),
     agent: &AgentId,
     found: SearchMatch,
     terms: &[String],
@@ -150,7 +150,7 @@ fn hit_len(h: &SearchHit) -> u64 {
 }
 
 /// Searches the agent's current files and log entries.
-pub fn search(s: &impl Storage, r: SearchRequest) -> Result<SearchResult, ToolError> {
+pub fn search(s: &(impl Storage + ?Sized), r: SearchRequest) -> Result<SearchResult, ToolError> {
     let agent = AgentId::parse(&r.agent_id)?;
     let prefix = Prefix::parse(r.prefix.as_deref())?;
     let terms = terms(&r.query)?;

@@ -20,7 +20,7 @@ names, numbers, decisions and open questions it holds. No preamble.";
 /// A summary of the current version: from the cache when there is one for this version and
 /// model, else from the model (then cached). Short files come back whole instead.
 pub fn summarize_file(
-    s: &impl Storage,
+    s: &(impl Storage + ?Sized),
     model: &impl Summariser,
     r: SummarizeFileRequest,
 ) -> Result<SummarizeFileResult, ToolError> {

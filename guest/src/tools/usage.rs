@@ -7,7 +7,10 @@ use crate::names::AgentId;
 use crate::ports::Storage;
 
 /// The agent's counters and quotas.
-pub fn get_usage_stats(s: &impl Storage, agent_id: &str) -> Result<UsageStats, ToolError> {
+pub fn get_usage_stats(
+    s: &(impl Storage + ?Sized),
+    agent_id: &str,
+) -> Result<UsageStats, ToolError> {
     let agent = AgentId::parse(agent_id)?;
     Ok(UsageStats {
         usage: s.get_usage(&agent)?,

@@ -1,17 +1,19 @@
 //! The host's side of the WIT imports, one module per interface, and the state of one call.
 //!
 //! Nothing the guest asks for is trusted: every storage request must name the agent the call
-//! is for, writes are refused in a read-only call, and any storage failure is remembered so
-//! that a guest which swallows it still cannot get its call committed.
+//! is for and well-formed paths, writes are refused in a read-only call, and any storage
+//! failure is remembered so that a guest which swallows it still cannot get its call
+//! committed.
 
+mod convert;
 mod storage;
 mod summariser;
 
 use crate::bindings::scratchpad::mcp::types;
-use crate::bindings::{LimitOverrides, NO_OVERRIDES};
 use crate::sandbox::CallLimits;
-use crate::storage::{StoreError, Txn};
+use crate::storage::Txn;
 use crate::summariser::SummaryModel;
+use scratchpad_guest::StorageError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
@@ -21,12 +23,11 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 pub struct CallState {
     /// The agent this call is for: the only namespace its storage requests may touch.
     agent: String,
-    /// The limits the operator configured, handed to the guest as they are.
-    quotas: LimitOverrides,
+    /// The call's transaction, which holds the operator's limits too.
     txn: Box<dyn Txn>,
     model: Arc<dyn SummaryModel>,
     /// The first storage failure of the call, if any.
-    failure: Option<StoreError>,
+    failure: Option<StorageError>,
     started: Instant,
     /// Time spent inside imports, which does not count against the CPU limit.
     in_imports: Duration,
@@ -41,7 +42,6 @@ impl CallState {
     pub fn new(agent: &str, txn: Box<dyn Txn>, model: Arc<dyn SummaryModel>) -> Self {
         Self {
             agent: agent.to_owned(),
-            quotas: NO_OVERRIDES,
             txn,
             model,
             failure: None,
@@ -53,18 +53,13 @@ impl CallState {
         }
     }
 
-    /// The same with the operator's limits instead of the defaults.
-    pub fn with_limits(self, quotas: LimitOverrides) -> Self {
-        Self { quotas, ..self }
-    }
-
     /// Time spent running guest code so far.
     pub fn guest_time(&self) -> Duration {
         self.started.elapsed().saturating_sub(self.in_imports)
     }
 
     /// The transaction, and the first storage failure the guest saw (if any).
-    pub fn finish(self) -> (Box<dyn Txn>, Option<StoreError>) {
+    pub fn finish(self) -> (Box<dyn Txn>, Option<StorageError>) {
         (self.txn, self.failure)
     }
 

@@ -1,9 +1,10 @@
 //! Storage behind one interface: SQLite embedded (the default), PostgreSQL hosted.
 //!
-//! A [`Backend`] opens one [`Txn`] per tool call. The transaction's methods are the WIT
-//! `storage` interface, minus the agent check (done by [`crate::imports::storage`]), and
-//! each keeps the agent's usage counters exact in the same statement batch, so no call ever
-//! re-scans an agent's data to enforce a quota.
+//! A [`Backend`] opens one [`Txn`] per tool call. A transaction is the guest's
+//! [`Storage`](scratchpad_guest::Storage) port (the one statement of the storage contract,
+//! which the integration tests hold every backend to), minus the agent check (done by
+//! [`crate::imports::storage`]), and each method keeps the agent's usage counters exact in the
+//! same statement batch, so no call ever re-scans an agent's data to enforce a quota.
 
 mod check;
 mod postgres;
@@ -23,10 +24,9 @@ pub mod pg_admin {
     pub use super::postgres::{stats, verify};
 }
 
-use crate::bindings::{
-    FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, StorageError, Usage,
-};
 use crate::gate::{Allowance, Rate};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{LogState, Retention};
+use scratchpad_guest::{FileMeta, LimitOverrides, Storage, StorageError};
 
 /// What a tool call may do to the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,57 +51,13 @@ impl Mode {
 /// while the model thinks.
 use scratchpad_store::rows::Summary as PendingSummary;
 
-/// The host's check on a `put-summary` stored in a write call (a read call keeps its
-/// summaries for after it): the version summarised must be kept, as `stored` says.
-fn check_summary_stored(summary: &PendingSummary, stored: bool) -> Result<(), StoreError> {
-    if stored {
-        return Ok(());
+/// A refusal of the storage contract's own checks (the guest's `check_*` functions), which
+/// only ever refuse.
+fn refused(e: StorageError) -> StoreError {
+    match e {
+        StorageError::Refused(m) => StoreError::Refused(m),
+        other => StoreError::Refused(scratchpad_guest::json::storage_message(&other)),
     }
-    Err(StoreError::Refused(format!(
-        "put-summary for version {} of {:?}, which is not kept",
-        summary.version, summary.path
-    )))
-}
-
-/// The host's checks on a `put-version`: numbers only ever rise.
-fn check_new_version(path: &str, version: u64, last: u64) -> Result<(), StoreError> {
-    if version <= last {
-        return Err(StoreError::Refused(format!(
-            "version {version} of {path:?} is not above its last version {last}"
-        )));
-    }
-    Ok(())
-}
-
-/// The host's checks on a `prune-versions`: the file has versions, and the current one stays.
-fn check_prune(path: &str, keep_from: u64, current: Option<u64>) -> Result<(), StoreError> {
-    let Some(current) = current else {
-        return Err(StoreError::Refused(format!(
-            "prune-versions of {path:?}, which has no versions"
-        )));
-    };
-    if keep_from > current {
-        return Err(StoreError::Refused(format!(
-            "prune-versions below {keep_from} would drop the current version {current} of {path:?}"
-        )));
-    }
-    Ok(())
-}
-
-/// An `append-log` entry as stored: whether it is text, its body, and its size, which must
-/// be what the guest counted.
-fn log_body(entry: &LogValue, bytes: u64) -> Result<(bool, &str, i64), StoreError> {
-    let (is_text, body) = match entry {
-        LogValue::Text(t) => (true, t.as_str()),
-        LogValue::Json(j) => (false, j.as_str()),
-    };
-    if bytes != body.len() as u64 {
-        return Err(StoreError::Refused(format!(
-            "append-log counted {bytes} bytes for an entry of {} bytes",
-            body.len()
-        )));
-    }
-    Ok((is_text, body, to_i64(bytes)?))
 }
 
 /// A `logs` row (`last_id`, `entries`, `keep_last`, `max_age_seconds`) as `log-info`
@@ -173,28 +129,37 @@ impl StoreError {
             other => other.to_string(),
         }
     }
+}
 
-    /// The error as the guest (and then the client) sees it.
-    pub fn to_wit(&self) -> StorageError {
-        match self {
+/// The error as the guest (and then the client) sees it; what only the operator may read
+/// goes to the log here.
+impl From<StoreError> for StorageError {
+    fn from(e: StoreError) -> Self {
+        match e {
             StoreError::Busy(_) => StorageError::Busy,
             StoreError::Full => StorageError::Full,
             StoreError::ReadOnly => StorageError::ReadOnly,
-            StoreError::Refused(m) => StorageError::Refused(m.clone()),
-            StoreError::Open { .. } => StorageError::Other("the store cannot be opened".into()),
+            StoreError::Refused(m) => StorageError::Refused(m),
+            e @ StoreError::Open { .. } => {
+                tracing::error!(error = %e, "store unavailable");
+                StorageError::Other("the store cannot be opened".into())
+            }
             StoreError::Damaged => StorageError::Other("the store's file is damaged".into()),
-            StoreError::Unreachable(_) => StorageError::Other(
-                "the database cannot be reached (the server's log says why)".into(),
-            ),
-            StoreError::Database(m) => StorageError::Other(m.clone()),
+            e @ StoreError::Unreachable(_) => {
+                tracing::error!(error = %e, "database unreachable");
+                StorageError::Other(
+                    "the database cannot be reached (the server's log says why)".into(),
+                )
+            }
+            StoreError::Database(m) => StorageError::Other(m),
         }
     }
 }
 
 /// A store that can run tool calls as transactions.
 pub trait Backend: Send + Sync {
-    /// Starts the transaction of one tool call.
-    fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError>;
+    /// Starts the transaction of one tool call, whose `limits` are the operator's.
+    fn begin(&self, mode: Mode, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError>;
     /// Existing files of `agents` (every agent when none), after `after` (agent, path) in
     /// (agent, path) order, at most `limit`: what a caller can attach as MCP resources.
     fn all_files(
@@ -211,94 +176,154 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// One tool call's transaction. Dropping it without [`Txn::commit`] rolls it back.
-pub trait Txn: Send {
-    /// See `stat-file` in the WIT.
-    fn stat_file(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError>;
-    /// See `read-version` in the WIT.
-    fn read_version(
-        &mut self,
-        agent: &str,
-        path: &str,
-        version: u64,
-    ) -> Result<Option<String>, StoreError>;
-    /// See `put-version` in the WIT. Refuses a version number that is not above the last.
-    fn put_version(
-        &mut self,
-        agent: &str,
-        path: &str,
-        version: u64,
-        content: &str,
-    ) -> Result<(), StoreError>;
-    /// See `prune-versions` in the WIT. Refuses to prune the current version.
-    fn prune_versions(&mut self, agent: &str, path: &str, keep_from: u64)
-    -> Result<(), StoreError>;
-    /// See `delete-file` in the WIT.
-    fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError>;
-    /// See `list-files` in the WIT.
-    fn list_files(&mut self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError>;
-    /// See `append-log` in the WIT.
-    fn append_log(
-        &mut self,
-        agent: &str,
-        path: &str,
-        entry: &LogValue,
-        bytes: u64,
-    ) -> Result<u64, StoreError>;
-    /// See `read-log` in the WIT.
-    fn read_log(
-        &mut self,
-        agent: &str,
-        path: &str,
-        after: u64,
-        limit: u32,
-    ) -> Result<Vec<LogEntry>, StoreError>;
-    /// See `get-usage` in the WIT.
-    fn usage(&mut self, agent: &str) -> Result<Usage, StoreError>;
-    /// See `cached-summary` in the WIT.
-    fn cached_summary(
-        &mut self,
-        agent: &str,
-        path: &str,
-        version: u64,
-        model: &str,
-    ) -> Result<Option<String>, StoreError>;
-    /// See `put-summary` in the WIT. Refuses a version that is not kept.
-    fn put_summary(
-        &mut self,
-        agent: &str,
-        path: &str,
-        version: u64,
-        model: &str,
-        summary: &str,
-    ) -> Result<(), StoreError>;
-    /// See `log-info` in the WIT.
-    fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError>;
-    /// See `set-log-retention` in the WIT.
-    fn set_log_retention(
-        &mut self,
-        agent: &str,
-        path: &str,
-        retention: Retention,
-    ) -> Result<(), StoreError>;
-    /// See `trim-log` in the WIT. Usage counters follow.
-    fn trim_log(
-        &mut self,
-        agent: &str,
-        path: &str,
-        before: u64,
-        older_than_seconds: Option<u64>,
-    ) -> Result<u64, StoreError>;
-    /// See `search` in the WIT.
-    fn search(
-        &mut self,
-        agent: &str,
-        terms: &[String],
-        match_all: bool,
-        prefix: &str,
-        limit: u32,
-        offset: u32,
-    ) -> Result<Vec<SearchMatch>, StoreError>;
+/// One tool call's transaction: the storage contract, and a commit. Dropping it without
+/// [`Txn::commit`] rolls it back.
+pub trait Txn: Storage + Send {
     /// Makes the call's changes durable and counts one operation for `agent`.
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError>;
 }
+
+/// Implements the storage contract for a backend's transaction type `$ty`, whose inherent
+/// methods of the same names (`usage` for `get-usage`) take the names as text and fail with
+/// [`StoreError`], and whose `limits` field holds the operator's limits; `$reach` turns
+/// `&self` into what those methods are called on. The names were parsed by the caller, and
+/// errors leave through `From<StoreError>`, which logs what only the operator may read.
+macro_rules! implement_storage {
+    ($ty:ty, |$this:ident| $reach:expr) => {
+        impl scratchpad_guest::Storage for $ty {
+            fn stat_file(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+            ) -> Result<Option<FileState>, StorageError> {
+                let $this = self;
+                Ok($reach.stat_file(a.as_str(), p.as_str())?)
+            }
+            fn read_version(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                version: u64,
+            ) -> Result<Option<String>, StorageError> {
+                let $this = self;
+                Ok($reach.read_version(a.as_str(), p.as_str(), version)?)
+            }
+            fn put_version(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                version: u64,
+                content: &str,
+            ) -> Result<(), StorageError> {
+                let $this = self;
+                Ok($reach.put_version(a.as_str(), p.as_str(), version, content)?)
+            }
+            fn prune_versions(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                keep_from: u64,
+            ) -> Result<(), StorageError> {
+                let $this = self;
+                Ok($reach.prune_versions(a.as_str(), p.as_str(), keep_from)?)
+            }
+            fn delete_file(&self, a: &AgentId, p: &FilePath) -> Result<bool, StorageError> {
+                let $this = self;
+                Ok($reach.delete_file(a.as_str(), p.as_str())?)
+            }
+            fn list_files(
+                &self,
+                a: &AgentId,
+                prefix: &Prefix,
+            ) -> Result<Vec<FileMeta>, StorageError> {
+                let $this = self;
+                Ok($reach.list_files(a.as_str(), prefix.as_str())?)
+            }
+            fn append_log(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                entry: &LogValue,
+                bytes: u64,
+            ) -> Result<u64, StorageError> {
+                let $this = self;
+                Ok($reach.append_log(a.as_str(), p.as_str(), entry, bytes)?)
+            }
+            fn read_log(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                after: u64,
+                limit: u32,
+            ) -> Result<Vec<LogEntry>, StorageError> {
+                let $this = self;
+                Ok($reach.read_log(a.as_str(), p.as_str(), after, limit)?)
+            }
+            fn log_info(&self, a: &AgentId, p: &FilePath) -> Result<LogState, StorageError> {
+                let $this = self;
+                Ok($reach.log_info(a.as_str(), p.as_str())?)
+            }
+            fn set_log_retention(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                retention: Retention,
+            ) -> Result<(), StorageError> {
+                let $this = self;
+                Ok($reach.set_log_retention(a.as_str(), p.as_str(), retention)?)
+            }
+            fn trim_log(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                before: u64,
+                older_than_seconds: Option<u64>,
+            ) -> Result<u64, StorageError> {
+                let $this = self;
+                Ok($reach.trim_log(a.as_str(), p.as_str(), before, older_than_seconds)?)
+            }
+            fn get_usage(&self, a: &AgentId) -> Result<Usage, StorageError> {
+                let $this = self;
+                Ok($reach.usage(a.as_str())?)
+            }
+            fn cached_summary(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                version: u64,
+                model: &str,
+            ) -> Result<Option<String>, StorageError> {
+                let $this = self;
+                Ok($reach.cached_summary(a.as_str(), p.as_str(), version, model)?)
+            }
+            fn put_summary(
+                &self,
+                a: &AgentId,
+                p: &FilePath,
+                version: u64,
+                model: &str,
+                summary: &str,
+            ) -> Result<(), StorageError> {
+                let $this = self;
+                Ok($reach.put_summary(a.as_str(), p.as_str(), version, model, summary)?)
+            }
+            fn limits(&self, _agent: &AgentId) -> LimitOverrides {
+                let $this = self;
+                $reach.limits
+            }
+            fn search(
+                &self,
+                a: &AgentId,
+                terms: &[String],
+                match_all: bool,
+                prefix: &Prefix,
+                limit: u32,
+                offset: u32,
+            ) -> Result<Vec<SearchMatch>, StorageError> {
+                let $this = self;
+                Ok($reach.search(a.as_str(), terms, match_all, prefix.as_str(), limit, offset)?)
+            }
+        }
+    };
+}
+use implement_storage;

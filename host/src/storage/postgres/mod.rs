@@ -27,10 +27,9 @@ mod url;
 pub use check::{stats, verify};
 pub use url::{DatabaseUrl, NotAUrl};
 
-use super::{Backend, LogRow, Mode, PendingSummary, StoreError, Txn, to_i64, to_u64};
-use crate::bindings::{
-    FileMeta, FileState, LogEntry, LogState, LogValue, MatchRef, Retention, SearchMatch, Usage,
-    VersionInfo,
+use super::{
+    Backend, LogRow, Mode, PendingSummary, StoreError, Txn, implement_storage, refused, to_i64,
+    to_u64,
 };
 use crate::gate::{Allowance, Rate};
 use pool::Pool;
@@ -38,6 +37,15 @@ use postgres::config::SslMode;
 use postgres::error::SqlState;
 use postgres::types::{FromSql, ToSql};
 use postgres::{Client, Row, Statement};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{
+    FileState, LogState, MatchRef, Retention, SearchMatch, VersionInfo,
+};
+use scratchpad_guest::names::{AgentId, FilePath, Prefix};
+use scratchpad_guest::ports::{
+    check_log_bytes, check_new_version, check_prune, check_summary_kept,
+};
+use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -225,7 +233,7 @@ fn map_err(e: postgres::Error) -> StoreError {
 }
 
 impl Backend for Postgres {
-    fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError> {
+    fn begin(&self, mode: Mode, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError> {
         let mut conn = self.pool.take()?;
         if let Err(e) = conn.batch(match mode {
             Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
@@ -234,13 +242,14 @@ impl Backend for Postgres {
             self.pool.give_back(conn, false);
             return Err(e);
         }
-        Ok(Box::new(PgTxn {
+        Ok(Box::new(PgCall(RefCell::new(PgTxn {
             conn: Some(conn),
             mode,
+            limits,
             agent: None,
             pending_summaries: Vec::new(),
             home: Arc::clone(&self.pool),
-        }))
+        }))))
     }
 
     fn all_files(
@@ -282,10 +291,23 @@ impl Backend for Postgres {
     }
 }
 
+/// One call's transaction as the storage contract: the contract's methods take `&self`, the
+/// driver's need `&mut`, so the transaction sits in a cell.
+struct PgCall(RefCell<PgTxn>);
+
+implement_storage!(PgCall, |t| t.0.borrow_mut());
+
+impl Txn for PgCall {
+    fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
+        self.0.into_inner().commit(agent)
+    }
+}
+
 struct PgTxn {
     /// Always `Some` until commit or drop take it.
     conn: Option<Conn>,
     mode: Mode,
+    limits: LimitOverrides,
     /// The agent whose lock a write call holds.
     agent: Option<String>,
     pending_summaries: Vec<PendingSummary>,
@@ -447,7 +469,8 @@ impl PgTxn {
     }
 }
 
-impl Txn for PgTxn {
+/// The statements of one call; [`PgCall`] makes them the storage contract.
+impl PgTxn {
     fn stat_file(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError> {
         let Some((id, last_version, _)) = self.file_row(agent, path)? else {
             return Ok(None);
@@ -496,7 +519,7 @@ impl Txn for PgTxn {
         let row = self.file_row(agent, path)?;
         let (last, existed) =
             row.map_or((0, false), |(_, last, current)| (last, current.is_some()));
-        super::check_new_version(path, version, last)?;
+        check_new_version(path, version, last).map_err(refused)?;
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
         let conn = self.on(agent)?;
         let id: i64 = col(
@@ -526,7 +549,7 @@ impl Txn for PgTxn {
     ) -> Result<(), StoreError> {
         self.writing(agent, "prune-versions")?;
         let row = self.file_row(agent, path)?;
-        super::check_prune(path, keep_from, row.and_then(|(_, _, current)| current))?;
+        check_prune(path, keep_from, row.and_then(|(_, _, current)| current)).map_err(refused)?;
         let id = row.map_or(0, |(id, _, _)| id);
         let conn = self.on(agent)?;
         // Summaries of the dropped versions go with them (ON DELETE CASCADE).
@@ -592,7 +615,8 @@ impl Txn for PgTxn {
         entry: &LogValue,
         bytes: u64,
     ) -> Result<u64, StoreError> {
-        let (is_text, body, bytes) = super::log_body(entry, bytes)?;
+        let (is_text, body) = check_log_bytes(entry, bytes).map_err(refused)?;
+        let bytes = to_i64(bytes)?;
         let conn = self.writing(agent, "append-log")?;
         let id: i64 = col(
             &conn.query_one(
@@ -694,7 +718,7 @@ impl Txn for PgTxn {
             return Ok(());
         }
         let stored = Self::store_summary(self.on(agent)?, &summary)?;
-        super::check_summary_stored(&summary, stored)
+        check_summary_kept(path, version, stored).map_err(refused)
     }
 
     fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {
@@ -801,7 +825,7 @@ impl Txn for PgTxn {
             .collect()
     }
 
-    fn commit(mut self: Box<Self>, agent: &str) -> Result<(), StoreError> {
+    fn commit(mut self, agent: &str) -> Result<(), StoreError> {
         if self.mode == Mode::Write {
             let conn = self.on(agent)?;
             Self::bump(conn, agent, 0, 0, 0, 1)?;

@@ -37,15 +37,21 @@ pub fn export(
     transfer::export(&mut conn, agent, out, progress)
 }
 
-use super::{Backend, Mode, PendingSummary, StoreError, Txn, to_u64};
-use crate::bindings::{
-    FileMeta, FileState, LogEntry, LogState, LogValue, Retention, SearchMatch, Usage,
-};
+use super::{Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, refused, to_u64};
 use convert::map_err;
 use rusqlite::{Connection, params};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{
+    FileState, LogState, Retention, SearchMatch,
+};
+use scratchpad_guest::names::{AgentId, FilePath, Prefix};
+use scratchpad_guest::ports::{
+    check_log_bytes, check_new_version, check_prune, check_summary_kept,
+};
+use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
 use scratchpad_store::rows::{self, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
 use scratchpad_store::{NOW, index, logs};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -157,7 +163,7 @@ fn give_back(pool: &Mutex<Vec<Connection>>, conn: Connection) {
 }
 
 impl Backend for Sqlite {
-    fn begin(&self, mode: Mode) -> Result<Box<dyn Txn>, StoreError> {
+    fn begin(&self, mode: Mode, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError> {
         let conn = self.take()?;
         let begin = match mode {
             Mode::Read => "BEGIN DEFERRED",
@@ -167,7 +173,8 @@ impl Backend for Sqlite {
         Ok(Box::new(SqliteTxn {
             conn: Some(conn),
             mode,
-            pending_summaries: Vec::new(),
+            limits,
+            pending_summaries: RefCell::default(),
             home: Arc::clone(&self.pool),
             uncounted: Arc::clone(&self.uncounted),
         }))
@@ -214,7 +221,8 @@ struct SqliteTxn {
     /// Always `Some` until commit or drop take it.
     conn: Option<Connection>,
     mode: Mode,
-    pending_summaries: Vec<PendingSummary>,
+    limits: LimitOverrides,
+    pending_summaries: RefCell<Vec<PendingSummary>>,
     home: Arc<Mutex<Vec<Connection>>>,
     uncounted: Uncounted,
 }
@@ -244,13 +252,16 @@ impl SqliteTxn {
     }
 }
 
-impl Txn for SqliteTxn {
-    fn stat_file(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError> {
-        Ok(rows::stat_file(self.conn(), agent, path)?.map(convert::file_state))
+implement_storage!(SqliteTxn, |t| t);
+
+/// The statements of one call; [`implement_storage`] makes them the storage contract.
+impl SqliteTxn {
+    fn stat_file(&self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError> {
+        Ok(rows::stat_file(self.conn(), agent, path)?)
     }
 
     fn read_version(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         version: u64,
@@ -259,7 +270,7 @@ impl Txn for SqliteTxn {
     }
 
     fn put_version(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         version: u64,
@@ -268,7 +279,7 @@ impl Txn for SqliteTxn {
         self.writable("put-version")?;
         let row = rows::file_row(self.conn(), agent, path)?;
         let (last, existed) = row.map_or((0, false), |r| (r.last_version, r.current.is_some()));
-        super::check_new_version(path, version, last)?;
+        check_new_version(path, version, last).map_err(refused)?;
         Ok(rows::put_version(
             self.conn(),
             agent,
@@ -279,62 +290,55 @@ impl Txn for SqliteTxn {
         )?)
     }
 
-    fn prune_versions(
-        &mut self,
-        agent: &str,
-        path: &str,
-        keep_from: u64,
-    ) -> Result<(), StoreError> {
+    fn prune_versions(&self, agent: &str, path: &str, keep_from: u64) -> Result<(), StoreError> {
         self.writable("prune-versions")?;
         let row = rows::file_row(self.conn(), agent, path)?;
-        super::check_prune(path, keep_from, row.and_then(|r| r.current))?;
+        check_prune(path, keep_from, row.and_then(|r| r.current)).map_err(refused)?;
         match row {
             Some(row) => Ok(rows::prune_versions(self.conn(), agent, row, keep_from)?),
             None => Ok(()),
         }
     }
 
-    fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
+    fn delete_file(&self, agent: &str, path: &str) -> Result<bool, StoreError> {
         self.writable("delete-file")?;
         Ok(rows::delete_file(self.conn(), agent, path)?)
     }
 
-    fn list_files(&mut self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError> {
-        let files = rows::list_files(self.conn(), agent, prefix)?;
-        Ok(files.into_iter().map(convert::file_meta).collect())
+    fn list_files(&self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError> {
+        Ok(rows::list_files(self.conn(), agent, prefix)?)
     }
 
     fn append_log(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         entry: &LogValue,
         bytes: u64,
     ) -> Result<u64, StoreError> {
         self.writable("append-log")?;
-        let (is_text, body, _) = super::log_body(entry, bytes)?;
+        let (is_text, body) = check_log_bytes(entry, bytes).map_err(refused)?;
         Ok(rows::append_log(self.conn(), agent, path, is_text, body)?)
     }
 
     fn read_log(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         after: u64,
         limit: u32,
     ) -> Result<Vec<LogEntry>, StoreError> {
-        let entries = rows::read_log(self.conn(), agent, path, after, limit)?;
-        Ok(entries.into_iter().map(convert::log_entry).collect())
+        Ok(rows::read_log(self.conn(), agent, path, after, limit)?)
     }
 
-    fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
-        let mut usage = convert::usage(rows::usage(self.conn(), agent)?);
+    fn usage(&self, agent: &str) -> Result<Usage, StoreError> {
+        let mut usage = rows::usage(self.conn(), agent)?;
         usage.total_operations += locked(&self.uncounted).get(agent).copied().unwrap_or(0);
         Ok(usage)
     }
 
     fn cached_summary(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         version: u64,
@@ -349,23 +353,22 @@ impl Txn for SqliteTxn {
         )?)
     }
 
-    fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {
-        Ok(convert::log_state(logs::state(self.conn(), agent, path)?))
+    fn log_info(&self, agent: &str, path: &str) -> Result<LogState, StoreError> {
+        Ok(logs::state(self.conn(), agent, path)?)
     }
 
     fn set_log_retention(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         retention: Retention,
     ) -> Result<(), StoreError> {
         self.writable("set-log-retention")?;
-        let retention = convert::to_guest_retention(retention);
         Ok(logs::set_retention(self.conn(), agent, path, retention)?)
     }
 
     fn trim_log(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         before: u64,
@@ -382,7 +385,7 @@ impl Txn for SqliteTxn {
     }
 
     fn search(
-        &mut self,
+        &self,
         agent: &str,
         terms: &[String],
         match_all: bool,
@@ -390,12 +393,19 @@ impl Txn for SqliteTxn {
         limit: u32,
         offset: u32,
     ) -> Result<Vec<SearchMatch>, StoreError> {
-        let found = index::search(self.conn(), agent, terms, match_all, prefix, limit, offset)?;
-        Ok(found.into_iter().map(convert::search_match).collect())
+        Ok(index::search(
+            self.conn(),
+            agent,
+            terms,
+            match_all,
+            prefix,
+            limit,
+            offset,
+        )?)
     }
 
     fn put_summary(
-        &mut self,
+        &self,
         agent: &str,
         path: &str,
         version: u64,
@@ -404,20 +414,23 @@ impl Txn for SqliteTxn {
     ) -> Result<(), StoreError> {
         let summary = PendingSummary::new(agent, path, version, model, summary);
         if self.mode == Mode::Read {
-            self.pending_summaries.push(summary);
+            self.pending_summaries.borrow_mut().push(summary);
             return Ok(());
         }
-        super::check_summary_stored(&summary, self.store_summary(&summary)?)
+        let kept = self.store_summary(&summary)?;
+        check_summary_kept(path, version, kept).map_err(refused)
     }
+}
 
-    fn commit(mut self: Box<Self>, agent: &str) -> Result<(), StoreError> {
+impl Txn for SqliteTxn {
+    fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
         if self.mode == Mode::Write {
             return self.count_and_commit(agent);
         }
         // The read is done: end its snapshot. Counting it (and caching a summary) is
         // bookkeeping that must not fail the answer.
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
-        let summaries = std::mem::take(&mut self.pending_summaries);
+        let summaries = self.pending_summaries.take();
         if let Err(e) = self.count_after_read(agent, &summaries) {
             tracing::warn!(error = %e, summaries = summaries.len(), "operation count kept for the next write");
             if !self.conn().is_autocommit() {
@@ -498,6 +511,7 @@ impl Drop for SqliteTxn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scratchpad_guest::limits::NO_OVERRIDES;
 
     /// `PRAGMA synchronous` of every connection waiting in the pool (2 is FULL).
     fn pooled_sync(store: &Sqlite) -> Vec<i64> {
@@ -516,15 +530,16 @@ mod tests {
     fn a_connection_a_read_used_is_durable_again_for_the_next_write() {
         let dir = tempfile::tempdir().unwrap();
         let store = Sqlite::open(&dir.path().join("s.db")).unwrap();
-        let mut read = store.begin(Mode::Read).unwrap();
-        read.usage("a").unwrap();
+        let a = AgentId::parse("a").unwrap();
+        let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
+        read.get_usage(&a).unwrap();
         read.commit("a").unwrap();
         assert_eq!(
             pooled_sync(&store),
             [2],
             "the read's connection, back in the pool"
         );
-        let write = store.begin(Mode::Write).unwrap();
+        let write = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
         assert!(
             locked(&store.pool).is_empty(),
             "the write took that connection"
@@ -532,9 +547,9 @@ mod tests {
         write.commit("a").unwrap();
         assert_eq!(pooled_sync(&store), [2]);
         // A read whose count failed (the lock was taken) also gives its connection back durable.
-        let held = store.begin(Mode::Write).unwrap();
-        let mut read = store.begin(Mode::Read).unwrap();
-        read.usage("a").unwrap();
+        let held = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+        let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
+        read.get_usage(&a).unwrap();
         read.commit("a").unwrap();
         drop(held);
         assert_eq!(pooled_sync(&store), [2, 2]);
