@@ -36,7 +36,13 @@ pub struct EditFileArgs {
 
 /// One edit.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(untagged, deny_unknown_fields)]
+#[serde(
+    untagged,
+    deny_unknown_fields,
+    // Said instead of serde's "data did not match any variant of untagged enum EditArg",
+    // which names a type of ours and not the rule.
+    expecting = "an edit is {\"old\", \"new\"} (text found once) or {\"start\", \"end\", \"lines\"} (a line range)"
+)]
 pub enum EditArg {
     /// Exact text.
     Text {
@@ -281,5 +287,25 @@ impl From<DeleteFileArgs> for api::DeleteFileRequest {
             path: a.path,
             expected_version: a.expected_version,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EditFileArgs;
+
+    #[test]
+    fn an_edit_of_neither_shape_is_refused_by_the_rule_not_a_type_name() {
+        let arguments = r#"{"agent_id": "a", "path": "f", "base_version": 1,
+                            "edits": [{"old_text": "x", "new_text": "y"}]}"#;
+        let message = serde_json::from_str::<EditFileArgs>(arguments)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with(r#"an edit is {"old", "new"} (text found once) or"#),
+            "{message}"
+        );
+        assert!(!message.contains("EditArg"), "{message}");
     }
 }
