@@ -67,20 +67,26 @@ pub fn state(conn: &Connection, agent: &str, path: &str) -> Result<LogState, Err
             })
             .optional()
         })?;
+    Ok(state_of(row))
+}
+
+/// A `logs` row (`last_id`, `entries`, `keep_last`, `max_age_seconds`), as SQLite and the
+/// server's PostgreSQL backend both keep it.
+pub type LogRow = (i64, i64, Option<i64>, Option<i64>);
+
+/// A `logs` row as `log-info` answers it: a log with no row has given no id and keeps
+/// everything.
+pub fn state_of(row: Option<LogRow>) -> LogState {
     let (last_id, entries, keep_last, max_age) = row.unwrap_or((0, 0, None, None));
-    Ok(LogState {
+    LogState {
         last_id: to_u64(last_id),
         entries: to_u64(entries),
         retention: Retention {
             keep_last: keep_last.map(to_u64),
             max_age_seconds: max_age.map(to_u64),
         },
-    })
+    }
 }
-
-/// A `logs` row (`last_id`, `entries`, `keep_last`, `max_age_seconds`); a log with no row
-/// has given no id and keeps everything.
-type LogRow = (i64, i64, Option<i64>, Option<i64>);
 
 /// See `set-log-retention` in the WIT.
 pub fn set_retention(

@@ -25,7 +25,6 @@ pub mod pg_admin {
 }
 
 use crate::gate::{Allowance, Rate};
-use scratchpad_guest::bindings::scratchpad::mcp::storage::{LogState, Retention};
 use scratchpad_guest::{FileMeta, LimitOverrides, Storage, StorageError};
 
 /// What a tool call may do to the store.
@@ -57,22 +56,6 @@ fn refused(e: StorageError) -> StoreError {
     match e {
         StorageError::Refused(m) => StoreError::Refused(m),
         other => StoreError::Refused(scratchpad_guest::json::storage_message(&other)),
-    }
-}
-
-/// A `logs` row (`last_id`, `entries`, `keep_last`, `max_age_seconds`) as `log-info`
-/// answers it; a log with no row has given no id and keeps everything.
-type LogRow = (i64, i64, Option<i64>, Option<i64>);
-
-fn log_state(row: Option<LogRow>) -> LogState {
-    let (last_id, entries, keep_last, max_age) = row.unwrap_or((0, 0, None, None));
-    LogState {
-        last_id: to_u64(last_id),
-        entries: to_u64(entries),
-        retention: Retention {
-            keep_last: keep_last.map(to_u64),
-            max_age_seconds: max_age.map(to_u64),
-        },
     }
 }
 

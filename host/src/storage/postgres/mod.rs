@@ -28,8 +28,7 @@ pub use check::{stats, verify};
 pub use url::{DatabaseUrl, NotAUrl};
 
 use super::{
-    Backend, LogRow, Mode, PendingSummary, StoreError, Txn, implement_storage, refused, to_i64,
-    to_u64,
+    Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, refused, to_i64, to_u64,
 };
 use crate::gate::{Allowance, Rate};
 use pool::Pool;
@@ -45,6 +44,7 @@ use scratchpad_guest::ports::{
     check_log_bytes, check_new_version, check_prune, check_summary_kept,
 };
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
+use scratchpad_store::logs;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -727,11 +727,11 @@ impl PgTxn {
              WHERE agent_id = $1 AND path = $2",
             &[&agent, &path],
         )?;
-        let row: Option<LogRow> = match row {
+        let row: Option<logs::LogRow> = match row {
             Some(r) => Some((col(&r, 0)?, col(&r, 1)?, col(&r, 2)?, col(&r, 3)?)),
             None => None,
         };
-        Ok(super::log_state(row))
+        Ok(logs::state_of(row))
     }
 
     fn set_log_retention(
