@@ -2,10 +2,11 @@
 // transpiled by jco into gen/byo (`npm run transpile`), instantiated fresh for every call
 // with a storage and a summariser of your own (here storage.js, in memory: the test double
 // the shared cases hold to the same contract as the real store). To keep data, use the
-// self-contained component instead (scratchpad.js).
+// self-contained component instead: the scratchpad-tools package (plugin/npm) carries it.
 
 import { instantiate } from './gen/byo/scratchpad.js';
-import { camel, coreModules, fixedSummariser, fromJco, toJco, wasi } from './wit-values.js';
+import { camel, coreModules, wasi } from 'scratchpad-tools/jco';
+import { fixedSummariser, fromJco, toJco } from './wit-values.js';
 import { MemoryStorage } from './storage.js';
 
 const getCoreModule = coreModules(new URL('./gen/byo/', import.meta.url));

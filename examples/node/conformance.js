@@ -1,16 +1,17 @@
 // Runs the shared conformance cases in Node (jco).
 //   node conformance.js ../../tests/conformance/cases.json [--standalone] [--byo]
 //
-// --standalone: the self-contained component on real files, each group in a new folder,
-// restarted halfway (a new instance on the same folder), so every answer after the restart
-// comes from what the first half left on disk.
+// --standalone: the self-contained component through the scratchpad-tools package
+// (plugin/npm) on real files, each group in a new folder, restarted halfway (a new Scratchpad
+// on the same folder), so every answer after the restart comes from what the first half left
+// on disk.
 // --byo: the tool-logic component over storage.js, the in-memory test double that holds
 // bring-your-own storage to the same contract.
 
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixedSummariser, unconfiguredSummariser } from './wit-values.js';
+import { fixedSummariser, fromJco, toJco, unconfiguredSummariser } from './wit-values.js';
 
 // The cases' matching rule (see their "about"): "*" matches anything, objects key for key,
 // arrays item by item, a number only an equal integer.
@@ -47,10 +48,24 @@ if (modes.includes('--byo')) {
 }
 const folders = mkdtempSync(join(tmpdir(), 'scratchpad-conformance-'));
 if (modes.includes('--standalone')) {
-  const { Scratchpad } = await import('./scratchpad.js');
-  runs.push(['self-contained, on files, restarted halfway',
-    (group) => new Scratchpad(join(folders, String(cases.groups.indexOf(group))), { summariser: summariserOf(group), limits: group.limits ?? {} }),
-    true]);
+  const { Scratchpad, SummariserError } = await import('scratchpad-tools');
+  // The same summariser as the package's callback.
+  const summary = (group) => async () => {
+    if (group.summariser === 'not-configured') throw new SummariserError('not-configured', 'no API key');
+    return 'A fixed summary.';
+  };
+  const snake = (limits) => Object.fromEntries(Object.entries(limits ?? {}).map(([k, v]) => [k.replaceAll('-', '_'), v]));
+  runs.push(['self-contained, on files, restarted halfway', (group) => {
+    const pad = new Scratchpad(join(folders, String(cases.groups.indexOf(group))),
+      { summariser: summary(group), summaryModel: 'conformance-model', limits: snake(group.limits) });
+    // The package's typed WIT exports, with the cases' WIT names and values.
+    return {
+      call: (tool, ...args) => pad.export('tools', tool, ...args.map(toJco)).then(
+        (val) => ({ tag: 'ok', val: fromJco(val) }),
+        (e) => { if (e.payload === undefined) throw e; return { tag: 'err', val: fromJco(e.payload) }; }),
+      close: () => pad.close(),
+    };
+  }, true]);
 }
 if (runs.length === 0) {
   console.error('name a component: --standalone, --byo or both');
@@ -64,17 +79,17 @@ try {
       const half = Math.floor(group.steps.length / 2);
       for (const [i, step] of group.steps.entries()) {
         if (restart && i === half) {
-          pad.close();
+          await pad.close();
           pad = open(group);
         }
-        const got = pad.call(step.call, ...step.args);
+        const got = await pad.call(step.call, ...step.args);
         if (!matches(step.expect, got)) {
           console.error(`${label}: ${group.name} step ${i} (${step.call}):\n  want ${JSON.stringify(step.expect)}\n  got  ${JSON.stringify(got)}`);
           process.exit(1);
         }
         calls += 1;
       }
-      pad.close();
+      await pad.close();
     }
     if (calls !== steps) {
       console.error(`${calls} of ${steps} steps ran`);

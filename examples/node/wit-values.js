@@ -1,32 +1,8 @@
-// What both Node hosts share: the WASI imports from preview2-shim, a way to load jco's core
-// modules, and values at the component boundary in one JSON form (see
-// tests/conformance/cases.json): records keyed by WIT field names, option none as null,
-// variants and results as {tag, val}.
+// Values at the component boundary in one JSON form (see tests/conformance/cases.json):
+// records keyed by WIT field names, option none as null, variants and results as {tag, val};
+// and the cases' summariser. The WASI imports and jco's core modules come from the package.
 
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import * as shim from '@bytecodealliance/preview2-shim';
-
-// 'wasi:cli/terminal-input' -> shim.cli.terminalInput: the WASI imports from preview2-shim.
-export const camel = (name) => name.replace(/-(\w)/g, (_, c) => c.toUpperCase());
-export const wasi = new Proxy({}, {
-  get: (_, key) => {
-    const [, pkg, iface] = /^wasi:([\w-]+)\/([\w-]+)$/.exec(key);
-    return shim[pkg][camel(iface)];
-  },
-});
-
-/** jco's `getCoreModule` for the transpiled component in `dir` (a URL), compiling each core
- * module once. */
-export function coreModules(dir) {
-  const modules = new Map();
-  return (name) => {
-    if (!modules.has(name)) {
-      modules.set(name, new WebAssembly.Module(readFileSync(fileURLToPath(new URL(name, dir)))));
-    }
-    return modules.get(name);
-  };
-}
+import { camel } from 'scratchpad-tools/jco';
 
 /** A summariser that always answers the same: call your model here. It reports an error by
  * throwing the `summariser-error` value, e.g. when no API key is set. */

@@ -2,9 +2,10 @@
 
     python conformance.py ../../tests/conformance/cases.json --standalone standalone.wasm --byo scratchpad.wasm
 
---standalone: the self-contained component on real files, each group in a new folder, and
-restarted halfway (a new engine and instance on the same folder), so every answer after the
-restart comes from what the first half left on disk.
+--standalone: the self-contained component through the scratchpad-tools package
+(plugin/python) on real files, each group in a new folder, and restarted halfway (a new
+Scratchpad on the same folder), so every answer after the restart comes from what the first
+half left on disk.
 --byo: the tool-logic component over memory_storage.MemoryStorage, the test double that holds
 bring-your-own storage to the same contract.
 """
@@ -17,7 +18,8 @@ import tempfile
 from wasmtime.component import Variant
 
 from memory_storage import ByoScratchpad, MemoryStorage
-from scratchpad import Scratchpad
+from scratchpad_tools import Scratchpad, SummariserError
+from wit_values import to_json, to_wit
 
 
 class FixedSummariser:
@@ -33,6 +35,30 @@ class FixedSummariser:
         if not self.configured:
             return Variant("not-configured", "no API key")
         return "A fixed summary."
+
+
+def fixed_summary(configured):
+    """The same summariser as the package's callback."""
+    def summarise(_system, _prompt, _max_tokens):
+        if not configured:
+            raise SummariserError("not-configured", "no API key")
+        return "A fixed summary."
+    return summarise
+
+
+class TypedPad:
+    """The package's Scratchpad, called by the WIT names and values the cases use."""
+
+    def __init__(self, pad):
+        self.pad = pad
+
+    def call(self, tool, *args):
+        func = self.pad.export("tools", tool)
+        ty = func.type()
+        return to_json(ty.result, func(*[to_wit(t, a) for (_, t), a in zip(ty.params, args)]))
+
+    def close(self):
+        self.pad.close()
 
 
 def matches(want, got):
@@ -92,7 +118,10 @@ def main():
 
         def standalone(group):
             folder = opened.setdefault(group["name"], tempfile.mkdtemp(dir=folders.name))
-            return Scratchpad(args.standalone, folder, summariser(group), group.get("limits"))
+            configured = group.get("summariser") != "not-configured"
+            limits = {name.replace("-", "_"): value for name, value in (group.get("limits") or {}).items()}
+            return TypedPad(Scratchpad(folder, component=args.standalone, summariser=fixed_summary(configured),
+                                       summary_model="conformance-model", limits=limits))
         runs.append(("self-contained, on files, restarted halfway", standalone, True))
     assert runs, "name a component: --standalone, --byo or both"
     for label, open_pad, restart in runs:

@@ -3,7 +3,8 @@
 
 This is the original world, for an embedder whose data must live in a store of its own. It
 is also the test double the shared conformance cases hold to the same contract as the real
-SQLite store. To keep data, use the self-contained component instead (scratchpad.py).
+SQLite store. To keep data, use the self-contained component instead: the scratchpad-tools
+package (plugin/python) carries it.
 """
 
 import copy
@@ -162,11 +163,12 @@ class MemoryStorage:
 
 
 class ByoScratchpad:
-    """The component, its imports linked to a storage and a summariser."""
+    """The component, its imports linked to a storage and a summariser (with `model()` and
+    `summarise(request)`, answering the text or a `summariser-error` Variant)."""
 
-    def __init__(self, wasm_path, storage=None, summariser=None):
-        self.storage = storage or MemoryStorage()
-        self.summariser = summariser or FixedSummariser()
+    def __init__(self, wasm_path, storage, summariser):
+        self.storage = storage
+        self.summariser = summariser
         self.agent = None
         engine = Engine()
         self.component = Component.from_file(engine, wasm_path)

@@ -1,36 +1,34 @@
-"""A second process for test_standalone.py: the self-contained component in wasmtime-py.
+"""A second process for test_standalone.py: the self-contained component in wasmtime-py,
+through the scratchpad-tools package.
 
     python standalone_child.py writer COMPONENT FOLDER START  # writes nSTART.md, ... printing each id once acknowledged
     python standalone_child.py holder COMPONENT FOLDER   # holds the store, calling every 0.2 s, until stdin closes
 """
 
-import pathlib
 import select
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"))
-from scratchpad import Scratchpad  # noqa: E402
+from scratchpad_tools import Scratchpad
 
 
-def write_args(i):
-    return {"agent-id": "a", "path": f"n{i}.md", "content": f"content {i}\n", "expected-version": None}
+def write(pad, i):
+    pad.call("write_file", {"path": f"n{i}.md", "content": f"content {i}\n"})
 
 
 def main(mode, component, folder, start="0"):
-    pad = Scratchpad(component, folder)
+    store = Scratchpad(folder, component=component)
+    pad = store.for_agent("a")
     if mode == "writer":
         i = int(start)
         while True:
-            answer = pad.call("write-file", write_args(i))
-            assert answer["tag"] == "ok", answer
+            write(pad, i)
             print(i, flush=True)
             i += 1
-    answer = pad.call("write-file", write_args("held"))
-    assert answer["tag"] == "ok", answer
+    write(pad, "held")
     print("holding", flush=True)
     while not select.select([sys.stdin], [], [], 0.2)[0]:
-        assert pad.call("get-usage-stats", "a")["tag"] == "ok"
-    pad.close()
+        pad.call("get_usage_stats")
+    store.close()
     print("closed", flush=True)
 
 

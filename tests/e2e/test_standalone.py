@@ -1,5 +1,6 @@
-"""The self-contained component in a real embedding (wasmtime-py, examples/python): what a
-kill -9 leaves, two processes on one folder, and the server's verdict on the store.
+"""The self-contained component in a real embedding (wasmtime-py, through the scratchpad-tools
+package): what a kill -9 leaves, two processes on one folder, and the server's verdict on the
+store.
 
 The component comes from `scratchpad-mcp component --standalone`; a build without it (no C
 compiler for WASI) skips these tests, unless SCRATCHPAD_REQUIRE_STANDALONE is set.
@@ -16,9 +17,9 @@ import time
 import pytest
 from helpers import WAIT_SECONDS, run_cli
 
+from scratchpad_tools import Scratchpad, ToolError
+
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "examples" / "python"))
-from scratchpad import Scratchpad  # noqa: E402
 
 CHILD = HERE / "standalone_child.py"
 
@@ -41,10 +42,7 @@ def child(mode, component, folder, *more):
 
 
 def read(pad, path):
-    answer = pad.call("read-file", {"agent-id": "a", "path": path, "since-version": None, "full-diff": False,
-                                    "offset": None, "limit": None, "column": None})
-    assert answer["tag"] == "ok", answer
-    return answer["val"]["body"]["val"]["content"]
+    return pad.call("read_file", {"agent_id": "a", "path": path})["content"]
 
 
 def test_kill_9_loses_no_acknowledged_write(standalone, tmp_path):
@@ -64,7 +62,7 @@ def test_kill_9_loses_no_acknowledged_write(standalone, tmp_path):
         # It is writing the next one (or between two): kill it wherever it is.
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
-        pad = Scratchpad(standalone, folder)  # waits out the dead writer's lease (5 s at most)
+        pad = Scratchpad(folder, component=standalone)  # waits out the dead writer's lease (5 s at most)
         for i in acknowledged:
             assert read(pad, f"n{i}.md") == f"content {i}\n"
         pad.close()
@@ -78,12 +76,12 @@ def test_a_second_process_is_refused_clearly_while_the_first_holds_the_store(sta
     try:
         assert holder.stdout.readline().strip() == "holding"
         started = time.monotonic()
-        pad = Scratchpad(standalone, tmp_path)
-        refused = pad.call("get-usage-stats", "a")
+        pad = Scratchpad(tmp_path, component=standalone)
+        with pytest.raises(ToolError) as refused:
+            pad.call("get_usage_stats", {"agent_id": "a"})
         waited = time.monotonic() - started
-        assert refused["tag"] == "err", refused
-        message = refused["val"]["val"]["val"]
-        assert "in use by another process" in message, message
+        assert refused.value.kind == "storage", refused.value.kind
+        assert "in use by another process" in str(refused.value), str(refused.value)
         assert 4 < waited < WAIT_SECONDS, f"waited {waited:.1f} s for the holder's lease"
         holder.stdin.close()
         assert holder.stdout.readline().strip() == "closed"
@@ -98,14 +96,14 @@ def test_a_second_process_is_refused_clearly_while_the_first_holds_the_store(sta
 
 
 def test_a_trapped_call_is_rolled_back_and_the_next_instance_carries_on(standalone, tmp_path):
-    pad = Scratchpad(standalone, tmp_path)
-    first = pad.call("write-file", {"agent-id": "a", "path": "big.md", "content": "small\n", "expected-version": None})
-    assert first["tag"] == "ok"
+    pad = Scratchpad(tmp_path, component=standalone)
+    assert pad.call("write_file", {"agent_id": "a", "path": "big.md", "content": "small\n"})["version"] == 1
     # A 1 MiB write is far beyond this budget: the call traps.
     pad.fuel, budget = 200_000, pad.fuel
     big = "x\n" * (512 * 1024)
-    with pytest.raises(Exception, match="fuel"):
-        pad.call("write-file", {"agent-id": "a", "path": "big.md", "content": big, "expected-version": None})
+    with pytest.raises(ToolError, match="CPU budget") as stopped:
+        pad.call("write_file", {"agent_id": "a", "path": "big.md", "content": big})
+    assert stopped.value.kind == "trap"
     pad.fuel = budget
     started = time.monotonic()
     assert read(pad, "big.md") == "small\n", "the trapped write left nothing"
@@ -152,7 +150,6 @@ SAME_CALLS = [
 def test_the_component_lists_and_answers_exactly_as_the_server(standalone, tmp_path, db):
     from conftest import connect, run
     from helpers import sdk_result
-    from scratchpad import ToolError
 
     async def server():
         async with connect(db, "legacy") as s:
@@ -163,11 +160,11 @@ def test_the_component_lists_and_answers_exactly_as_the_server(standalone, tmp_p
             return listed, answers
 
     listed, served = run(server())
-    pad = Scratchpad(standalone, tmp_path)
+    pad = Scratchpad(tmp_path, component=standalone)
     assert pad.tools() == listed
     for (tool, args), (ok, answer) in zip(SAME_CALLS, served):
         try:
-            got = (True, pad.call_json(tool, args))
+            got = (True, pad.call(tool, args))
         except ToolError as e:
             got = (False, str(e))
         assert without_times(got) == without_times((ok, answer)), (tool, args)
