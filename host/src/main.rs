@@ -103,9 +103,12 @@ enum Command {
     ///   wasmtime-py  WasiConfig().preopen_dir("data", "/store"); Linker.add_wasip2()
     ///   Node (jco)   jco transpile pad.wasm --instantiation sync; _setPreopens({"/store": "data"})
     ///   wasmtime     WasiCtx::builder().preopened_dir("data", "/store", FsPerms::ReadWrite)
-    /// then call the scratchpad:mcp/tools exports; examples/python and examples/node wrap it
-    /// in a few lines. Without --standalone: the tool logic this binary runs, which imports
-    /// its storage from the embedder.
+    ///   wasmtime run --env SCRATCHPAD_LEASE_TOKEN=1 --dir data::/store \
+    ///                --invoke 'call("list_files", "{\"agent_id\": \"me\"}")' pad-wasi.wasm
+    /// then call the scratchpad:mcp/json export (MCP tool names and JSON arguments) or the
+    /// typed scratchpad:mcp/tools one. In Python and Node, the scratchpad-tools packages
+    /// (pip, npm) carry it already. Without --standalone: the tool logic this binary runs,
+    /// which imports its storage from the embedder.
     #[command(verbatim_doc_comment)]
     Component {
         /// Where to write it
