@@ -6,11 +6,12 @@
 //! when the backend keeps buckets (PostgreSQL, so that two instances allow the configured
 //! rate and not twice it), else in this process's memory (SQLite: one instance).
 
+use crate::in_flight::{Full, InFlight, Ticket};
 use crate::keys::{Access, Identity};
 use crate::service::Service;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A token bucket's rule: `per_second` calls a second on average, `burst` at once.
@@ -113,9 +114,21 @@ pub struct Gate {
     /// Per-agent summaries a day, if a budget is configured: a bucket of its own, refilled
     /// over the day, so the operator's model spend per agent is bounded.
     pub summaries: Option<(u32, RateLimiter)>,
+    /// The calls running at once, for the server and each key (hosted mode always bounds
+    /// them; stdio has one caller).
+    pub in_flight: Option<Arc<InFlight>>,
 }
 
 impl Gate {
+    /// Admits one call of `identity`'s among those in flight: the ticket must go with the
+    /// call's work to wherever it runs, and is dropped when that work ends.
+    pub fn enter(&self, identity: &Identity) -> Result<Option<Ticket>, Full> {
+        self.in_flight
+            .as_ref()
+            .map(|calls| calls.enter(&identity.name))
+            .transpose()
+    }
+
     /// Checks a call of kind `access` for `agent` by `identity`, before any storage work of
     /// the tool's. With a rate on a backend that keeps buckets this is a database round
     /// trip: call it from a blocking thread.

@@ -10,21 +10,32 @@
 //! - `/metrics`: call counts and times by tool and outcome, in Prometheus' text format.
 //!
 //! The server refuses to start with no key configured: an open door is never the default.
+//!
+//! What one client may hold is bounded (`[http]`, [`HTTP_BOUNDS`]): connections open at once
+//! (one more is closed before a byte is read), the time to send a request's headers (also
+//! how long a connection may sit idle) and its body, and calls in flight for the server and
+//! for each key ([`crate::in_flight`]).
 
 use crate::gate::{Gate, Metrics, RateLimiter};
+use crate::in_flight::{Bounds, InFlight};
 use crate::keys::{KeyRing, Keys};
 use crate::mcp::McpServer;
 use crate::service::Service;
-use crate::settings::{DEFAULT_LISTEN, HttpSettings};
+use crate::settings::{DEFAULT_LISTEN, HTTP_BOUNDS, HttpSettings};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
+use tower_http::timeout::RequestBodyTimeout;
 
 /// Why hosted mode could not start.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +94,10 @@ pub fn router(
             let over_a_day = f64::from(per_day) / 86_400.0;
             (per_day, RateLimiter::new(over_a_day, per_day))
         }),
+        in_flight: Some(InFlight::new(Bounds {
+            server: bound(http, "max_calls_in_flight"),
+            per_key: bound(http, "max_calls_in_flight_per_key"),
+        })),
     });
     let server = McpServer::new(service).gated(gate, Arc::clone(&metrics));
     let mut config = StreamableHttpServerConfig::default();
@@ -120,8 +135,45 @@ pub fn router(
         .merge(protected))
 }
 
-/// Serves until Ctrl-C.
-pub async fn serve(router: axum::Router, addr: SocketAddr) -> Result<(), HttpError> {
+/// The bound named `name` in force (see [`HTTP_BOUNDS`]).
+fn bound(http: &HttpSettings, name: &str) -> u32 {
+    let at = HTTP_BOUNDS
+        .iter()
+        .position(|b| b.name == name)
+        .expect("a bound of HTTP_BOUNDS");
+    http.bounds()[at]
+}
+
+/// What a connection may hold: how many there are at once, and how long a client may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Connections {
+    /// Connections open at once.
+    pub max: u32,
+    /// To send a request's headers, or to send the next one on an idle connection.
+    pub header_timeout: Duration,
+    /// To send a request's body.
+    pub body_timeout: Duration,
+}
+
+impl Connections {
+    /// The bounds `[http]` sets.
+    pub fn of(http: &HttpSettings) -> Self {
+        let seconds = |name| Duration::from_secs(u64::from(bound(http, name)));
+        Self {
+            max: bound(http, "max_connections"),
+            header_timeout: seconds("header_timeout_seconds"),
+            body_timeout: seconds("body_timeout_seconds"),
+        }
+    }
+}
+
+/// Serves until Ctrl-C or SIGTERM, then lets the calls in progress finish (for at most
+/// [`DRAIN_TIME`]).
+pub async fn serve(
+    router: axum::Router,
+    addr: SocketAddr,
+    connections: Connections,
+) -> Result<(), HttpError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| HttpError::Bind {
@@ -129,23 +181,50 @@ pub async fn serve(router: axum::Router, addr: SocketAddr) -> Result<(), HttpErr
             reason: e.to_string(),
         })?;
     tracing::info!(%addr, "serving MCP over HTTP at /mcp");
-    let stopping = Arc::new(tokio::sync::Notify::new());
-    let signalled = Arc::clone(&stopping);
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
-        stop_signal().await;
-        tracing::info!("stopping: finishing the calls in progress");
-        signalled.notify_one();
-    });
+    let open = Arc::new(tokio::sync::Semaphore::new(connections.max as usize));
+    let graceful = GracefulShutdown::new();
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(TokioTimer::new())
+        .header_read_timeout(connections.header_timeout);
+    let app = RequestBodyTimeout::new(router, connections.body_timeout);
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    loop {
+        let (socket, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors, say: wait a little rather than spin.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let Ok(place) = Arc::clone(&open).try_acquire_owned() else {
+            tracing::warn!(%peer, max = connections.max, "connection closed: as many are open as may be");
+            drop(socket);
+            continue;
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let connection = graceful.watch(http1.serve_connection(TokioIo::new(socket), service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(%peer, error = %e, "connection ended");
+            }
+            drop(place);
+        });
+    }
+    tracing::info!("stopping: finishing the calls in progress");
     tokio::select! {
-        served = server.into_future() => served.map_err(|e| HttpError::Serve(e.to_string())),
-        () = async {
-            stopping.notified().await;
-            tokio::time::sleep(DRAIN_TIME).await;
-        } => {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(DRAIN_TIME) => {
             tracing::warn!("connections still open after {} s; closing them", DRAIN_TIME.as_secs());
-            Ok(())
         }
     }
+    Ok(())
 }
 
 /// Reads the keys from `config_file` again at every `SIGHUP` and puts them in force; a file
@@ -176,7 +255,7 @@ pub async fn reload_keys_on_hangup(keys: Arc<KeyRing>, config_file: std::path::P
 
 /// How long a stopping server waits for open connections (an idle event stream stays open
 /// until its client leaves) before it closes them.
-const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+const DRAIN_TIME: Duration = Duration::from_secs(10);
 
 /// Ctrl-C, or SIGTERM (what service managers and orchestrators send to stop a server).
 async fn stop_signal() {

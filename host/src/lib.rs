@@ -27,6 +27,7 @@ pub mod bindings;
 pub mod gate;
 pub mod http;
 pub mod imports;
+pub mod in_flight;
 pub mod keys;
 pub mod mcp;
 pub mod ops;

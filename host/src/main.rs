@@ -318,7 +318,8 @@ fn serve_http(resolved: Resolved, addr: &str) -> anyhow::Result<ExitCode> {
             tokio::spawn(scratchpad_mcp::http::reload_keys_on_hangup(ring, file));
         }
         eprintln!("scratchpad-mcp: serving MCP at http://{addr}/mcp");
-        scratchpad_mcp::http::serve(router, addr).await?;
+        let connections = scratchpad_mcp::http::Connections::of(&http);
+        scratchpad_mcp::http::serve(router, addr, connections).await?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@
 
 use crate::bindings::ToolError;
 use crate::gate::{Gate, Metrics, Refusal};
+use crate::in_flight::Ticket;
 use crate::keys::{Access, Identity};
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
@@ -120,13 +121,17 @@ fn caller(keyed: bool, found: Option<Identity>) -> Result<Option<Identity>, McpE
 
 /// Runs the gate's checks for each of `agents` (reading) as `caller`, on the blocking pool
 /// like the work it guards; a refusal is the caller's to read: a key that does not cover the
-/// agent is a bad parameter, a spent rate an invalid request now.
+/// agent is a bad parameter, a spent rate or a full house an invalid request now. The ticket
+/// it answers with must go with the work it admitted.
 async fn admit(
     gate: &Arc<Gate>,
     service: &Arc<Service>,
     caller: &Identity,
     agents: Vec<String>,
-) -> Result<(), McpError> {
+) -> Result<Option<Ticket>, McpError> {
+    let ticket = gate
+        .enter(caller)
+        .map_err(|full| McpError::invalid_request(full.to_string(), None))?;
     let (gate, service, caller) = (Arc::clone(gate), Arc::clone(service), caller.clone());
     tokio::task::spawn_blocking(move || {
         agents
@@ -138,7 +143,8 @@ async fn admit(
     .map_err(|refusal| match refusal {
         Refusal::Key(m) => McpError::invalid_params(m, None),
         other => McpError::invalid_request(other.to_string(), None),
-    })
+    })?;
+    Ok(ticket)
 }
 
 /// Runs resource work on the blocking pool, as tool calls run.
@@ -211,13 +217,16 @@ impl ServerHandler for McpServer {
         let cursor = request.and_then(|r| r.cursor);
         // By HTTP, a key sees its own agents' files only, and a listing is a call of each.
         let caller = self.caller(&context)?;
-        if let Some(caller) = &caller {
-            admit(&self.gate, &service, caller, caller.agents.clone()).await?;
-        }
+        let ticket = match &caller {
+            Some(caller) => admit(&self.gate, &service, caller, caller.agents.clone()).await?,
+            None => None,
+        };
         let agents = caller.map(|caller| caller.agents);
-        let (listed, next) =
-            blocking(move || resources::list(&service, agents.as_deref(), cursor.as_deref()))
-                .await?;
+        let (listed, next) = blocking(move || {
+            let _ticket = ticket;
+            resources::list(&service, agents.as_deref(), cursor.as_deref())
+        })
+        .await?;
         let items = listed
             .into_iter()
             .map(|l| {
@@ -249,12 +258,19 @@ impl ServerHandler for McpServer {
     ) -> Result<ReadResourceResponse, McpError> {
         let service = Arc::clone(&self.service);
         let uri = request.uri;
-        if let Some(caller) = self.caller(&context)? {
-            let (agent, _) = resources::parse(&uri).map_err(resource_error)?;
-            admit(&self.gate, &service, &caller, vec![agent.to_owned()]).await?;
-        }
+        let ticket = match self.caller(&context)? {
+            Some(caller) => {
+                let (agent, _) = resources::parse(&uri).map_err(resource_error)?;
+                admit(&self.gate, &service, &caller, vec![agent.to_owned()]).await?
+            }
+            None => None,
+        };
         let read_uri = uri.clone();
-        let text = blocking(move || resources::read(&service, &read_uri)).await?;
+        let text = blocking(move || {
+            let _ticket = ticket;
+            resources::read(&service, &read_uri)
+        })
+        .await?;
         let (_, path) = resources::parse(&uri).map_err(resource_error)?;
         let contents = ResourceContents::TextResourceContents {
             mime_type: Some(resources::mime_type(path).into()),
@@ -287,8 +303,21 @@ impl ServerHandler for McpServer {
         let caller = self.caller(&context)?;
         let access = access(tool);
         let (service, gate) = (Arc::clone(&self.service), Arc::clone(&self.gate));
+        let ticket = match caller.as_ref().map(|c| gate.enter(c)).transpose() {
+            Ok(ticket) => ticket.flatten(),
+            Err(full) => {
+                tracing::info!(tool = %name, %full, "refused: calls in flight");
+                self.metrics.record(label, "refused", started.elapsed());
+                return Ok(
+                    CallToolResult::error(vec![ContentBlock::text(full.to_string())]).into(),
+                );
+            }
+        };
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
+        // The ticket goes with the work: it counts until the work ends, even if the caller has
+        // gone away meanwhile.
         let outcome = tokio::task::spawn_blocking(move || {
+            let _ticket = ticket;
             if let Some(caller) = &caller {
                 gate.check(caller, agent_of(&args), access, &service)
                     .map_err(|refusal| (caller.name.clone(), refusal))?;

@@ -65,9 +65,87 @@ pub struct HttpSettings {
     /// cached answers included); none: no budget.
     #[serde(default)]
     pub summaries_per_day: Option<u32>,
+    /// Connections held open at once; one more is closed at once.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
+    /// Seconds a client may take to send a request's headers, and may leave its connection
+    /// idle between requests.
+    #[serde(default)]
+    pub header_timeout_seconds: Option<u32>,
+    /// Seconds a client may take to send a request's body.
+    #[serde(default)]
+    pub body_timeout_seconds: Option<u32>,
+    /// Calls (tool calls, resource reads and listings) running at once, for every key.
+    #[serde(default)]
+    pub max_calls_in_flight: Option<u32>,
+    /// Calls running at once for one key.
+    #[serde(default)]
+    pub max_calls_in_flight_per_key: Option<u32>,
     /// The API keys, hashed.
     #[serde(default)]
     pub keys: Vec<crate::keys::KeyEntry>,
+}
+
+/// One of hosted mode's bounds on what a client may hold: its name under `[http]`, its
+/// default and the values it may be given.
+#[derive(Debug)]
+pub struct HttpBound {
+    /// Its name under `[http]`.
+    pub name: &'static str,
+    /// Its value unless configured.
+    pub default: u32,
+    /// The values it may be given.
+    pub range: std::ops::RangeInclusive<u32>,
+}
+
+/// Hosted mode's bounds, in [`HttpSettings::bounds`]' order. The defaults hold a client that
+/// opens thousands of idle connections, or sends a burst of heavy calls and walks away, to a
+/// share of the server that leaves every other client served.
+pub const HTTP_BOUNDS: [HttpBound; 5] = [
+    HttpBound {
+        name: "max_connections",
+        default: 8_192,
+        range: 1..=1_000_000,
+    },
+    HttpBound {
+        name: "header_timeout_seconds",
+        default: 10,
+        range: 1..=3_600,
+    },
+    HttpBound {
+        name: "body_timeout_seconds",
+        default: 30,
+        range: 1..=3_600,
+    },
+    HttpBound {
+        name: "max_calls_in_flight",
+        default: 64,
+        range: 1..=100_000,
+    },
+    HttpBound {
+        name: "max_calls_in_flight_per_key",
+        default: 16,
+        range: 1..=100_000,
+    },
+];
+
+impl HttpSettings {
+    /// The configured values of [`HTTP_BOUNDS`], in its order.
+    fn configured_bounds(&self) -> [Option<u32>; 5] {
+        [
+            self.max_connections,
+            self.header_timeout_seconds,
+            self.body_timeout_seconds,
+            self.max_calls_in_flight,
+            self.max_calls_in_flight_per_key,
+        ]
+    }
+
+    /// Every bound in force, in [`HTTP_BOUNDS`]' order: the configured value, else the default.
+    pub fn bounds(&self) -> [u32; 5] {
+        let configured = self.configured_bounds();
+        std::array::from_fn(|i| configured[i].unwrap_or(HTTP_BOUNDS[i].default))
+    }
 }
 
 /// The rates an agent may be given: from one call in about 17 minutes (a wait always fits a
@@ -402,6 +480,12 @@ impl Settings {
         if let Some(per_day) = file.http.summaries_per_day {
             within("http.summaries_per_day", per_day, &SUMMARIES_PER_DAY).map_err(out_of_range)?;
         }
+        for (bound, value) in HTTP_BOUNDS.iter().zip(file.http.configured_bounds()) {
+            if let Some(value) = value {
+                within(&format!("http.{}", bound.name), value, &bound.range)
+                    .map_err(out_of_range)?;
+            }
+        }
 
         let u32_of = |name| values.get(name).map(|&v| v as u32);
         let settings = Settings {
@@ -637,6 +721,26 @@ mod tests {
                 )),
                 "{e}"
             );
+        }
+        for (i, bound) in HTTP_BOUNDS.iter().enumerate() {
+            for out in [bound.range.start() - 1, bound.range.end() + 1] {
+                let e = resolve(Some(&format!("[http]\n{} = {out}\n", bound.name)), &[])
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.ends_with(&format!(
+                        "http.{} = {out} is out of range: it must be {} to {}",
+                        bound.name,
+                        bound.range.start(),
+                        bound.range.end()
+                    )),
+                    "{e}"
+                );
+            }
+            let within = format!("[http]\n{} = {}\n", bound.name, bound.range.end());
+            let http = resolve(Some(&within), &[]).unwrap().settings.http;
+            assert_eq!(http.bounds()[i], *bound.range.end(), "{within}");
+            assert_eq!(HttpSettings::default().bounds()[i], bound.default);
         }
         let e = resolve(Some("[limits]\nmax_flies = 3\n"), &[]).unwrap_err();
         assert!(e.to_string().contains("unknown limit \"max_flies\""), "{e}");

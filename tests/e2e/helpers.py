@@ -330,16 +330,17 @@ def message_reply(text):
 class StandIn:
     """A stand-in for the Anthropic Messages API on loopback: answers POST /v1/messages from
     a script of (status, body, headers) and records every request; past the script, it
-    answers `then`, or a 500."""
+    answers `then`, or a 500. Each answer waits `delay` seconds first (a model thinking)."""
 
-    def __init__(self, replies, then=None):
-        self.replies, self.requests, self.then = list(replies), [], then
+    def __init__(self, replies, then=None, delay=0.0):
+        self.replies, self.requests, self.then, self.delay = list(replies), [], then, delay
         standin = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["content-length"]))
                 standin.requests.append((self.path, dict(self.headers), body))
+                time.sleep(standin.delay)
                 status, payload, headers = (standin.replies.pop(0) if standin.replies
                                             else standin.then or (500, {}, {}))
                 data = json.dumps(payload).encode()
