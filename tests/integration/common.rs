@@ -164,6 +164,17 @@ impl Scratch {
         Some(Self::open(Some(database), no_key(), component, limits))
     }
 
+    /// The same, with the summariser configured as given.
+    pub fn on_postgres_with_anthropic(anthropic: AnthropicConfig) -> Option<Self> {
+        let database = TestDatabase::create()?;
+        Some(Self::open(
+            Some(database),
+            anthropic,
+            GUEST_COMPONENT,
+            NO_OVERRIDES,
+        ))
+    }
+
     fn with(anthropic: AnthropicConfig, component: &'static [u8], limits: LimitOverrides) -> Self {
         Self::open(None, anthropic, component, limits)
     }

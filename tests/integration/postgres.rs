@@ -7,12 +7,14 @@
 
 use crate::common::{Scratch, TestDatabase};
 use crate::sandbox::HOSTILE;
+use crate::standin::{Reply, StandIn};
 use scratchpad_guest::names::{AgentId, FilePath};
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::gate::{Gate, RateLimiter, Refusal};
 use scratchpad_mcp::keys::{Access, Identity, Scope};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use scratchpad_mcp::storage::{Backend, Mode, Postgres, pg_admin};
+use scratchpad_mcp::summariser::AnthropicConfig;
 use scratchpad_mcp::{CallError, Service};
 use serde_json::{Value, json};
 
@@ -242,6 +244,7 @@ fn two_instances_share_each_agents_rate() {
         let gate = Gate {
             limiter: Some(RateLimiter::new(0.001, 5)),
             summaries: None,
+            in_flight: None,
         };
         (gate, service)
     });
@@ -280,6 +283,7 @@ fn two_instances_share_each_agents_rate() {
         let gate = Gate {
             limiter: Some(RateLimiter::new(20.0, 1)),
             summaries: None,
+            in_flight: None,
         };
         move |agent| gate.check(&key_for(&["c"]), agent, Access::Read, service)
     };
@@ -296,6 +300,7 @@ fn two_instances_share_each_agents_rate() {
     let gate = Gate {
         limiter: Some(RateLimiter::new(1e6, 1_000_000)),
         summaries: None,
+        in_flight: None,
     };
     let started = std::time::Instant::now();
     for _ in 0..200 {
@@ -561,6 +566,7 @@ fn two_instances_share_each_agents_summary_budget() {
         let gate = Gate {
             limiter: None,
             summaries: Some((2, RateLimiter::new(2.0 / 86_400.0, 2))),
+            in_flight: None,
         };
         move |agent, access| gate.check(&key_for(&["a", "b"]), agent, access, service)
     };
@@ -578,4 +584,59 @@ fn two_instances_share_each_agents_summary_budget() {
     // Reads and writes do not spend it; another agent's budget is its own.
     assert_eq!(second("a", Access::Read), Ok(()));
     assert_eq!(second("b", Access::Model), Ok(()));
+}
+
+/// A read call gives its connection back while the model thinks: 24 summaries waiting at
+/// once on a model slower than the busy deadline (more callers than the pool's 16
+/// connections) leave every other caller served, and each summary arrives.
+#[test]
+fn callers_waiting_for_a_model_hold_no_connection() {
+    let slow = Reply::summary("A summary.").after(std::time::Duration::from_secs(6));
+    let standin = StandIn::start(vec![], Some(slow));
+    let Some(s) = Scratch::on_postgres_with_anthropic(AnthropicConfig {
+        api_key: Some("sk-ant-test".into()),
+        base_url: standin.base_url(),
+        model: "claude-haiku-5-5".into(),
+    }) else {
+        return;
+    };
+    for i in 0..24 {
+        // Each its own document: the same one would share a single request to the model.
+        let long: String = (0..400)
+            .map(|p| format!("Paragraph {p} of document {i}: the plan holds.\n"))
+            .collect();
+        s.write("a", &format!("doc{i}.md"), &long);
+    }
+    std::thread::scope(|scope| {
+        let summaries: Vec<_> = (0..24)
+            .map(|i| {
+                let s = &s;
+                scope.spawn(move || {
+                    call(
+                        s.service(),
+                        "summarize_file",
+                        json!({ "agent_id": "a", "path": format!("doc{i}.md") }),
+                    )
+                })
+            })
+            .collect();
+        let asked = std::time::Instant::now();
+        while standin.count() < 24 {
+            assert!(
+                asked.elapsed() < std::time::Duration::from_secs(5),
+                "only {} of 24 summaries reached the model while the first waited",
+                standin.count()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let started = std::time::Instant::now();
+        let listed = call(s.service(), "list_files", json!({ "agent_id": "b" }));
+        assert_eq!(listed, Ok(json!({ "files": [] })));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        for summary in summaries {
+            let answer = summary.join().unwrap().expect("each summary arrives");
+            assert_eq!(answer["summary"], "A summary.");
+        }
+    });
+    assert_sound(&s);
 }

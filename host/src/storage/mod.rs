@@ -164,6 +164,13 @@ pub trait Backend: Send + Sync {
 pub trait Txn: Storage + Send {
     /// Makes the call's changes durable and counts one operation for `agent`.
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError>;
+
+    /// The call is about to wait on something outside the store (a model's summary): a
+    /// backend that lends a read call a pooled connection may take it back meanwhile, and
+    /// lend one again for the call's next statement. By default, nothing.
+    fn pause(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// Implements the storage contract for a backend's transaction type `$ty`, whose inherent

@@ -54,6 +54,12 @@ use tls::Connector;
 /// How long a write waits for another call on the same agent before answering "busy".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long one statement may run before PostgreSQL cancels it: far above any statement of
+/// a tool call (the heaviest, a search over an agent's whole index, takes milliseconds), so
+/// only a runaway plan or a stuck server meets it, and its call fails instead of holding a
+/// connection.
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long connecting may take unless the URL says (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -224,6 +230,10 @@ fn map_err(e: postgres::Error) -> StoreError {
             StoreError::Busy(BUSY_TIMEOUT.as_secs())
         }
         c if *c == SqlState::DISK_FULL => StoreError::Full,
+        c if *c == SqlState::QUERY_CANCELED => StoreError::Database(format!(
+            "a statement ran longer than {} s and was stopped",
+            STATEMENT_TIMEOUT.as_secs()
+        )),
         c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => StoreError::ReadOnly,
         c => {
             tracing::error!(error = %e, "database error");
@@ -301,10 +311,15 @@ impl Txn for PgCall {
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
         self.0.into_inner().commit(agent)
     }
+
+    fn pause(&self) -> Result<(), StoreError> {
+        self.0.borrow_mut().pause()
+    }
 }
 
 struct PgTxn {
-    /// Always `Some` until commit or drop take it.
+    /// `Some` until commit or drop take it; a read call also gives it back while it waits
+    /// for a model ([`Txn::pause`]) and takes one again for its next statement.
     conn: Option<Conn>,
     mode: Mode,
     limits: LimitOverrides,
@@ -327,7 +342,7 @@ impl PgTxn {
                     )));
                 }
                 None => {
-                    self.conn_mut().execute(
+                    self.conn_mut()?.execute(
                         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
                         &[&agent],
                     )?;
@@ -335,13 +350,35 @@ impl PgTxn {
                 }
             }
         }
-        Ok(self.conn_mut())
+        self.conn_mut()
     }
 
-    fn conn_mut(&mut self) -> &mut Conn {
-        self.conn
-            .as_mut()
-            .expect("connection held until commit or drop")
+    /// The call's connection: the one it began with, or, for a read call that gave its
+    /// connection back while a model thought, a new snapshot on a connection from the pool.
+    fn conn_mut(&mut self) -> Result<&mut Conn, StoreError> {
+        if self.conn.is_none() {
+            let mut conn = self.home.take()?;
+            if let Err(e) = conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") {
+                self.home.give_back(conn, false);
+                return Err(e);
+            }
+            self.conn = Some(conn);
+        }
+        Ok(self.conn.as_mut().expect("a connection was just put there"))
+    }
+
+    /// Ends a read call's snapshot and gives its connection back, so that a call waiting for
+    /// a model holds no connection (16 slow summaries would otherwise leave every caller
+    /// "busy"). A write call keeps its transaction: its agent's lock must hold to the end.
+    fn pause(&mut self) -> Result<(), StoreError> {
+        if self.mode == Mode::Read
+            && let Some(mut conn) = self.conn.take()
+        {
+            let ended = conn.batch("COMMIT");
+            self.home.give_back(conn, ended.is_ok());
+            ended?;
+        }
+        Ok(())
     }
 
     /// The connection for a change to `agent`'s data; refused in a read call.
@@ -455,7 +492,7 @@ impl PgTxn {
     /// alone is one statement, which commits by itself).
     fn count_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
         let summaries = std::mem::take(&mut self.pending_summaries);
-        let conn = self.conn_mut();
+        let conn = self.conn_mut()?;
         if summaries.is_empty() {
             return Self::bump(conn, agent, 0, 0, 0, 1);
         }
@@ -835,7 +872,7 @@ impl PgTxn {
         }
         // The read is done: end its snapshot. Counting it (and caching a summary) is
         // bookkeeping that must not fail the answer.
-        self.conn_mut().batch("COMMIT")?;
+        self.conn_mut()?.batch("COMMIT")?;
         match self.count_after_read(agent) {
             Ok(()) => self.release(),
             Err(e) => tracing::warn!(error = %e, "a read call was not counted"),

@@ -7,7 +7,7 @@
 //! answers "busy", like any other wait in this backend.
 
 use super::tls::Connector;
-use super::{BUSY_TIMEOUT, Conn, map_err};
+use super::{BUSY_TIMEOUT, Conn, STATEMENT_TIMEOUT, map_err};
 use crate::storage::StoreError;
 use postgres::NoTls;
 use std::collections::HashMap;
@@ -91,9 +91,14 @@ impl Pool {
             tracing::error!(error = %reason, "cannot connect to PostgreSQL");
             StoreError::Unreachable(reason)
         })?;
-        // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang.
+        // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang, and
+        // no statement runs longer than a tool call could ever need.
         client
-            .batch_execute(&format!("SET lock_timeout = {}", BUSY_TIMEOUT.as_millis()))
+            .batch_execute(&format!(
+                "SET lock_timeout = {}; SET statement_timeout = {}",
+                BUSY_TIMEOUT.as_millis(),
+                STATEMENT_TIMEOUT.as_millis()
+            ))
             .map_err(map_err)?;
         Ok(Conn {
             client,
