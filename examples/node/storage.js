@@ -1,6 +1,8 @@
 // `scratchpad:mcp/storage` in memory, the way jco hands it to the component: functions with
 // camelCase names, u64 as BigInt, option none as undefined. Put your database here.
 
+import { createHash } from 'node:crypto';
+
 const now = () => new Date().toISOString();
 const bytesOf = (text) => BigInt(Buffer.byteLength(text, 'utf8'));
 
@@ -38,7 +40,8 @@ export class MemoryStorage {
     if (!file) return undefined;
     const kept = [...file.versions.entries()]
       .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([version, v]) => ({ version, bytes: bytesOf(v.content), createdAt: v.createdAt }));
+      // The hash the contract asks a store to keep: SHA-256 of the content's UTF-8, hex.
+      .map(([version, v]) => ({ version, bytes: bytesOf(v.content), sha256: createHash('sha256').update(v.content).digest('hex'), createdAt: v.createdAt }));
     return { lastVersion: file.last, kept };
   }
 

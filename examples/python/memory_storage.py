@@ -8,6 +8,7 @@ package (plugin/python) carries it.
 """
 
 import copy
+import hashlib
 import re
 from datetime import datetime, timezone
 
@@ -42,7 +43,9 @@ class MemoryStorage:
         f = self.files.get((agent, path))
         if f is None:
             return None
-        kept = [record(version=v, bytes=len(c.encode()), created_at=t) for v, (c, t) in sorted(f["versions"].items())]
+        # The hash the contract asks a store to keep: SHA-256 of the content's UTF-8, hex.
+        kept = [record(version=v, bytes=len(c.encode()), sha256=hashlib.sha256(c.encode()).hexdigest(), created_at=t)
+                for v, (c, t) in sorted(f["versions"].items())]
         return record(last_version=f["last"], kept=kept)
 
     def read_version(self, agent, path, version):

@@ -7,12 +7,24 @@
 //! them to the same suite. Every storage method names the agent: the embedder checks it is
 //! the agent of the call. The refusals every implementation owes (a version that does not
 //! rise, a prune of the current version, a summary of a version not kept, a log entry
-//! counted wrong) are the `check_*` functions below, so each is decided once.
+//! counted wrong) are the `check_*` functions below, so each is decided once, and so is the
+//! hash each version is stored with ([`content_hash`]).
 
 use crate::bindings::scratchpad::mcp::storage::{FileState, LogState, Retention, SearchMatch};
 use crate::bindings::scratchpad::mcp::summariser::SummaryRequest;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, SummariserError, Usage};
+
+/// The hash a store keeps beside each version's content (`version-info.sha256`): SHA-256 of
+/// its UTF-8 bytes, as lowercase hex. Every store computes it here, when it stores the
+/// version; `verify` recomputes it from what is on disk.
+pub fn content_hash(content: impl AsRef<[u8]>) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(content.as_ref())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 
 /// What the tools need from storage. Every call is part of the tool call's transaction.
 ///
@@ -175,4 +187,17 @@ pub fn check_log_bytes(entry: &LogValue, bytes: u64) -> Result<(bool, &str), Sto
         )));
     }
     Ok((is_text, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_content_hash_is_the_standard_sha256() {
+        assert_eq!(
+            content_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 }

@@ -8,6 +8,7 @@
 use crate::{Error, NOW, index, logs, to_i64, to_u64};
 use rusqlite::{Connection, OptionalExtension, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{FileState, VersionInfo};
+use scratchpad_guest::ports::content_hash;
 use scratchpad_guest::{FileMeta, LogEntry, LogValue, Usage};
 
 /// A change to an agent's counters: each field is added (negative to take away).
@@ -76,13 +77,15 @@ pub fn stat_file(conn: &Connection, agent: &str, path: &str) -> Result<Option<Fi
     };
     let kept = conn
         .prepare_cached(
-            "SELECT version, bytes, created_at FROM versions WHERE file_id = ?1 ORDER BY version",
+            "SELECT version, bytes, created_at, sha256 FROM versions WHERE file_id = ?1
+             ORDER BY version",
         )?
         .query_map([row.id], |r| {
             Ok(VersionInfo {
                 version: to_u64(r.get(0)?),
                 bytes: to_u64(r.get(1)?),
                 created_at: r.get(2)?,
+                sha256: r.get(3)?,
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
@@ -131,9 +134,10 @@ pub fn put_version(
         ))?
         .query_row(params![agent, path, v, bytes], |r| r.get(0))?;
     conn.prepare_cached(&format!(
-        "INSERT INTO versions (file_id, version, bytes, content, created_at) VALUES (?1, ?2, ?3, ?4, {NOW})"
+        "INSERT INTO versions (file_id, version, bytes, content, created_at, sha256)
+         VALUES (?1, ?2, ?3, ?4, {NOW}, ?5)"
     ))?
-    .execute(params![id, v, bytes, content])?;
+    .execute(params![id, v, bytes, content, content_hash(content)])?;
     index::remove_file(conn, agent, path)?;
     index::add(conn, agent, path, false, version, content)?;
     let files = i64::from(!existed);

@@ -4,8 +4,8 @@ use crate::{Error, index, logs};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// The schema version this code writes; a newer file is refused rather than misread.
-/// 2 added the search index and the `logs` table.
-pub const SCHEMA_VERSION: i64 = 2;
+/// 2 added the search index and the `logs` table; 3 the hash of each version's content.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Files, versions, log entries, summaries and the agents' counters. The search index and
 /// the per-log rows are in [`index::SCHEMA`] and [`logs::SCHEMA`].
@@ -35,6 +35,8 @@ CREATE TABLE IF NOT EXISTS versions (
     bytes      INTEGER NOT NULL,
     content    TEXT NOT NULL,
     created_at TEXT NOT NULL,
+    -- The content's hash when it was written (ports::content_hash), so damage shows.
+    sha256     TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (file_id, version)
 );
 CREATE TABLE IF NOT EXISTS log_entries (
@@ -73,6 +75,35 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
         index::rebuild(&tx, None)?;
         logs::backfill(&tx, None)?;
     }
+    if (1..3).contains(&found) {
+        // Versions written before hashes were kept get theirs from the content as it is now:
+        // damage from before this upgrade cannot be told apart, damage after it can.
+        let hashed: bool = tx.query_row(
+            "SELECT count(*) > 0 FROM pragma_table_info('versions') WHERE name = 'sha256'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !hashed {
+            tx.execute_batch("ALTER TABLE versions ADD COLUMN sha256 TEXT NOT NULL DEFAULT ''")?;
+        }
+        backfill_hashes(&tx)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(tx.commit()?)
+}
+
+/// Gives every version stored without a hash the hash of its content.
+fn backfill_hashes(conn: &Connection) -> Result<(), Error> {
+    let unhashed: Vec<(i64, String)> = conn
+        .prepare("SELECT rowid, content FROM versions WHERE sha256 = ''")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut set = conn.prepare("UPDATE versions SET sha256 = ?2 WHERE rowid = ?1")?;
+    for (rowid, content) in unhashed {
+        set.execute(rusqlite::params![
+            rowid,
+            scratchpad_guest::ports::content_hash(&content)
+        ])?;
+    }
+    Ok(())
 }

@@ -196,10 +196,14 @@ fn import_refuses_to_overwrite_unless_asked_and_refuses_broken_files_whole() {
         l.join("\n")
     };
     let miscounted = text.replace("\"log_entries\":3", "\"log_entries\":4");
+    // A version's content changed on the way (its length the same): its hash says so.
+    let changed = text.replacen("line two", "line 2!!", 1);
+    assert_ne!(changed, text);
     for (name, bad) in [
         ("truncated", truncated),
         ("swapped", swapped),
         ("miscounted", miscounted),
+        ("changed", changed.clone()),
     ] {
         let fresh = tempfile::tempdir().unwrap();
         let db = fresh.path().join("s.db");
@@ -212,6 +216,21 @@ fn import_refuses_to_overwrite_unless_asked_and_refuses_broken_files_whole() {
             "{name} left data behind"
         );
     }
+    let fresh = tempfile::tempdir().unwrap();
+    let e = ops::import(
+        &fresh.path().join("s.db"),
+        &mut changed.as_bytes(),
+        None,
+        false,
+        &NO_OVERRIDES,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().ends_with(
+            "version 3 of \"notes/plan.md\": its content does not match its sha256 (the export was changed or damaged)"
+        ),
+        "{e}"
+    );
     assert_eq!(s.usage("b")["total_bytes"], usage_before["total_bytes"]);
 }
 
@@ -248,6 +267,52 @@ fn verify_passes_a_sound_store_and_names_each_broken_invariant() {
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
+}
+
+/// Four bytes of a stored version changed on disk, its size the same ("text" to "tExt"):
+/// `verify` names the agent, path and version, and `file_history` still shows the hash the
+/// version was written with, not one made from what is there now.
+#[test]
+fn changed_content_is_found_by_its_hash() {
+    let s = Scratch::new();
+    let written = "the text as written\n";
+    s.write("a", "notes.md", written);
+    s.write("a", "notes.md", "a second version\n");
+    let before = s.ok(
+        "file_history",
+        json!({ "agent_id": "a", "path": "notes.md" }),
+    );
+    assert!(admin::verify(&s.db()).unwrap().ok());
+    let conn = Connection::open(s.db()).unwrap();
+    conn.execute(
+        "UPDATE versions SET content = replace(content, 'text', 'tExt') WHERE version = 1",
+        [],
+    )
+    .unwrap();
+    let problems = admin::verify(&s.db()).unwrap().problems;
+    assert_eq!(
+        problems,
+        [
+            "content changed since it was written: agent \"a\", path \"notes.md\", version 1 does not match the SHA-256 it was written with"
+        ]
+    );
+    let after = s.ok(
+        "file_history",
+        json!({ "agent_id": "a", "path": "notes.md" }),
+    );
+    assert_eq!(after, before, "the stored hashes, untouched");
+    assert_eq!(
+        after["versions"][0]["sha256"],
+        scratchpad_guest::ports::content_hash(written)
+    );
+    // A snapshot of the damaged store is refused, naming the version.
+    let snaps = tempfile::tempdir().unwrap();
+    let e = ops::snapshot(&s.db(), &snaps.path().join("snap")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("path \"notes.md\", version 1 does not match the SHA-256"),
+        "{e}"
+    );
 }
 
 #[test]

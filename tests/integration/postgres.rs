@@ -323,7 +323,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
         .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
         .unwrap()
         .get(0);
-    assert_eq!(applied, 2);
+    assert_eq!(applied, 3);
     db.execute(
         "INSERT INTO scratchpad_migrations (version, name) VALUES (99, 'from the future')",
         &[],
@@ -331,7 +331,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     .unwrap();
     let e = Postgres::open(&url).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this build's 2"),
+        e.contains("schema version 99, newer than this build's 3"),
         "{e}"
     );
     assert!(!e.contains("scratchpad@"), "no password or user in {e}");
@@ -350,7 +350,8 @@ fn verify_finds_damage_and_names_it() {
     db.batch_execute(
         "UPDATE agents SET total_bytes = total_bytes + 7;
          UPDATE logs SET entries = 5;
-         DELETE FROM search_docs WHERE is_log",
+         DELETE FROM search_docs WHERE is_log;
+         UPDATE versions SET content = convert_to('hEllo', 'UTF8')",
     )
     .unwrap();
     let v = pg_admin::verify(&s.database.as_ref().unwrap().url).unwrap();
@@ -359,6 +360,7 @@ fn verify_finds_damage_and_names_it() {
         "an agent whose counters are not what its rows add up to: a: counters 13 B",
         "a log whose entry count is not the entries it holds: a l: 5 counted, 1 held",
         "a log entry missing from the search index: a l #1",
+        "content changed since it was written: agent \"a\", path \"f\", version 1 does not match the SHA-256 it was written with",
     ] {
         assert!(problems.contains(want), "{want}\nin:\n{problems}");
     }

@@ -160,6 +160,31 @@ fn a_store_from_before_the_index_gets_one_built_on_open() {
     assert!(admin::verify(&s.db()).unwrap().ok());
 }
 
+/// A store from before hashes were kept (schema 2, no `sha256` column) gets each version's
+/// hash from its content on open, and verifies.
+#[test]
+fn a_store_from_before_version_hashes_gets_them_on_open() {
+    let mut s = Scratch::new();
+    corpus(&s);
+    s.write("a", "deploy.md", "a second version of the deploy notes");
+    s.stop();
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    db.execute_batch("ALTER TABLE versions DROP COLUMN sha256; PRAGMA user_version = 2;")
+        .unwrap();
+    drop(db);
+    s.restart();
+    assert!(admin::verify(&s.db()).unwrap().ok());
+    let history = s.ok(
+        "file_history",
+        json!({ "agent_id": "a", "path": "deploy.md" }),
+    );
+    let last = &history["versions"][1];
+    assert_eq!(
+        last["sha256"],
+        scratchpad_guest::ports::content_hash("a second version of the deploy notes")
+    );
+}
+
 /// A file and a log of one path, equally good answers: the file comes first, and each page
 /// of one hit holds the next one, so paging by offset neither repeats nor skips.
 pub fn equal_hits_come_in_a_fixed_order(s: &Scratch) {

@@ -67,6 +67,16 @@ fn versions(h: &dyn Harness) {
             [(1, 3), (2, 4), (3, 5)],
             "kept versions and their sizes"
         );
+        let hashes: Vec<&str> = state.kept.iter().map(|k| k.sha256.as_str()).collect();
+        assert_eq!(
+            hashes,
+            [
+                crate::ports::content_hash("one"),
+                crate::ports::content_hash("two!"),
+                crate::ports::content_hash("three")
+            ],
+            "each version keeps the hash of the content it was written with"
+        );
         assert_eq!(s.read_version(&a, &p, 2).unwrap().as_deref(), Some("two!"));
         assert_eq!(
             s.read_version(&a, &p, 9).unwrap(),

@@ -42,6 +42,8 @@ const KEEP_ALL: Retention = Retention {
 struct File {
     last_version: u64,
     versions: BTreeMap<u64, String>,
+    /// Each kept version's hash, made when it was put, as a real store keeps it.
+    hashes: BTreeMap<u64, String>,
 }
 
 /// (agent, path, version, model).
@@ -165,6 +167,7 @@ impl Storage for Memory {
                 .map(|(v, c)| VersionInfo {
                     version: *v,
                     bytes: c.len() as u64,
+                    sha256: f.hashes[v].clone(),
                     created_at: created_at.clone(),
                 })
                 .collect(),
@@ -197,6 +200,7 @@ impl Storage for Memory {
         let new_file = file.versions.is_empty();
         file.last_version = v;
         file.versions.insert(v, content.to_owned());
+        file.hashes.insert(v, crate::ports::content_hash(content));
         let usage = data.usage.entry(a.as_str().into()).or_insert_with(zero);
         usage.total_bytes += content.len() as u64;
         usage.file_count += u64::from(new_file);
@@ -219,6 +223,7 @@ impl Storage for Memory {
         let kept = file.versions.split_off(&keep_from);
         let freed: usize = file.versions.values().map(String::len).sum();
         file.versions = kept;
+        file.hashes = file.hashes.split_off(&keep_from);
         // A pruned version's summaries go with it.
         data.summaries.retain(|(agent, path, version, _), _| {
             !(agent == a.as_str() && path == p.as_str() && *version < keep_from)
@@ -238,6 +243,7 @@ impl Storage for Memory {
         let freed: usize = file.versions.values().map(String::len).sum();
         let existed = !file.versions.is_empty();
         file.versions.clear();
+        file.hashes.clear();
         data.summaries
             .retain(|(agent, path, _, _), _| !(agent == a.as_str() && path == p.as_str()));
         if existed {

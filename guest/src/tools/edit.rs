@@ -6,7 +6,6 @@
 //! text). Lines are the content split on `\n`, as in diffs, so a line edit is lossless.
 
 use crate::api::{Edit, LineEdit, TextEdit};
-use sha2::{Digest, Sha256};
 
 /// The content after one edit, or why the edit does not apply.
 pub fn apply(content: &str, edit: &Edit) -> Result<String, String> {
@@ -65,14 +64,6 @@ fn replace_lines(content: &str, edit: &LineEdit) -> Result<String, String> {
     out.extend(edit.lines.iter().map(String::as_str));
     out.extend(&lines[end..]);
     Ok(out.join("\n"))
-}
-
-/// SHA-256 of the text, as lower-case hex.
-pub fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 #[cfg(test)]
@@ -142,13 +133,5 @@ mod tests {
                 )
             );
         }
-    }
-
-    #[test]
-    fn sha256_is_the_standard_one() {
-        assert_eq!(
-            sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

@@ -15,6 +15,7 @@ pub fn file_state(s: guest::FileState) -> wit::FileState {
             .map(|v| wit::VersionInfo {
                 version: v.version,
                 bytes: v.bytes,
+                sha256: v.sha256,
                 created_at: v.created_at,
             })
             .collect(),

@@ -5,7 +5,10 @@
 
 use super::{DatabaseUrl, col, map_err, to_u64};
 use crate::storage::StoreError;
-use crate::storage::check::{AgentStats, COUNTS, Counts, STATS, Verification, run_checks};
+use crate::storage::check::{
+    AgentStats, CHANGED_CONTENT, COUNTS, Counts, STATS, VERSION_HASHES, Verification,
+    hash_mismatch, report, run_checks,
+};
 use postgres::error::SqlState;
 
 /// Connects, then runs `look` in a read-only snapshot.
@@ -61,6 +64,25 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
                 .map(|r| col(r, 0))
                 .collect()
         })?;
+        // A page of versions at a time: the contents of a whole store need not fit in memory.
+        let mut changed = Vec::new();
+        let versions = tx.bind(VERSION_HASHES, &[]).map_err(map_err)?;
+        loop {
+            let page = tx.query_portal(&versions, 256).map_err(map_err)?;
+            for r in &page {
+                changed.extend(hash_mismatch(
+                    &col::<String>(r, 0)?,
+                    &col::<String>(r, 1)?,
+                    col(r, 2)?,
+                    &col::<String>(r, 3)?,
+                    &col::<Vec<u8>>(r, 4)?,
+                ));
+            }
+            if page.is_empty() {
+                break;
+            }
+        }
+        report(&mut problems, CHANGED_CONTENT, changed);
         let row = tx.query_one(COUNTS, &[]).map_err(map_err)?;
         let counts = Counts::from_row(|i| col::<i64>(&row, i).map(to_u64))?;
         Ok(Verification {

@@ -28,6 +28,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "rate buckets",
         sql: include_str!("migrations/0002_rate_buckets.sql"),
     },
+    Migration {
+        version: 3,
+        name: "version hashes",
+        sql: include_str!("migrations/0003_version_hashes.sql"),
+    },
 ];
 
 /// The advisory lock key that serialises migrations ("scratchp" in ASCII).

@@ -41,7 +41,7 @@ use scratchpad_guest::bindings::scratchpad::mcp::storage::{
 };
 use scratchpad_guest::names::{AgentId, FilePath, Prefix};
 use scratchpad_guest::ports::{
-    check_log_bytes, check_new_version, check_prune, check_summary_kept,
+    check_log_bytes, check_new_version, check_prune, check_summary_kept, content_hash,
 };
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
 use scratchpad_store::logs;
@@ -515,7 +515,7 @@ impl PgTxn {
         let kept = self
             .on(agent)?
             .query(
-                "SELECT version, bytes, scratchpad_rfc3339(created_at) FROM versions
+                "SELECT version, bytes, scratchpad_rfc3339(created_at), sha256 FROM versions
                  WHERE file_id = $1 ORDER BY version",
                 &[&id],
             )?
@@ -525,6 +525,7 @@ impl PgTxn {
                     version: to_u64(col(r, 0)?),
                     bytes: to_u64(col(r, 1)?),
                     created_at: col(r, 2)?,
+                    sha256: col(r, 3)?,
                 })
             })
             .collect::<Result<_, StoreError>>()?;
@@ -571,8 +572,9 @@ impl PgTxn {
             0,
         )?;
         conn.execute(
-            "INSERT INTO versions (file_id, version, bytes, content) VALUES ($1, $2, $3, $4)",
-            &[&id, &v, &bytes, &content.as_bytes()],
+            "INSERT INTO versions (file_id, version, bytes, content, sha256)
+             VALUES ($1, $2, $3, $4, $5)",
+            &[&id, &v, &bytes, &content.as_bytes(), &content_hash(content)],
         )?;
         Self::index_file(conn, agent, path, Some(version), content)?;
         Self::bump(conn, agent, bytes, i64::from(!existed), 0, 0)

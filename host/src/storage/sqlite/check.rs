@@ -6,7 +6,10 @@
 
 use super::{SCHEMA_VERSION, map_err};
 use crate::storage::StoreError;
-use crate::storage::check::{AgentStats, COUNTS, Counts, STATS, Verification, report, run_checks};
+use crate::storage::check::{
+    AgentStats, CHANGED_CONTENT, COUNTS, Counts, STATS, VERSION_HASHES, Verification,
+    hash_mismatch, report, run_checks,
+};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 
@@ -80,6 +83,22 @@ fn verify_readable(path: &Path) -> Result<Verification, StoreError> {
         orphans,
     );
     run_checks(&mut problems, rows)?;
+    let mut changed = Vec::new();
+    let mut versions = tx.prepare(VERSION_HASHES).map_err(map_err)?;
+    let mut all = versions.query([]).map_err(map_err)?;
+    while let Some(r) = all.next().map_err(map_err)? {
+        let text = |i| bytes(r, i).map(|b| String::from_utf8_lossy(&b).into_owned());
+        changed.extend(hash_mismatch(
+            &text(0).map_err(map_err)?,
+            &text(1).map_err(map_err)?,
+            r.get(2).map_err(map_err)?,
+            &text(3).map_err(map_err)?,
+            &bytes(r, 4).map_err(map_err)?,
+        ));
+    }
+    drop(all);
+    drop(versions);
+    report(&mut problems, CHANGED_CONTENT, changed);
     let counts = tx
         .query_row(COUNTS, [], |r| {
             Counts::from_row(|i| r.get::<_, i64>(i).map(super::to_u64))
@@ -90,6 +109,15 @@ fn verify_readable(path: &Path) -> Result<Verification, StoreError> {
         counts,
         problems,
     })
+}
+
+/// Column `i` as it is stored, any bytes: damage may leave text that is not UTF-8.
+fn bytes(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Vec<u8>> {
+    Ok(row
+        .get_ref(i)?
+        .as_bytes()
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default())
 }
 
 /// Every agent's counters, sorted by agent id.

@@ -23,14 +23,16 @@ use crate::storage::to_i64;
 use rusqlite::{Connection, OptionalExtension, params};
 use scratchpad_guest::Quotas;
 use scratchpad_guest::names::{AgentId, FilePath};
+use scratchpad_guest::ports::content_hash;
 use scratchpad_guest::tools::{check_entry_size, check_size};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 
 /// What the first line says the file is.
 const FORMAT: &str = "scratchpad-export";
-/// The version of the line format this build writes and reads.
-const FORMAT_VERSION: u32 = 1;
+/// The version of the line format this build writes; it reads every one up to it. 2 added
+/// each version's `sha256`.
+const FORMAT_VERSION: u32 = 2;
 
 /// One line of an export.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
@@ -64,6 +66,10 @@ pub enum Line {
         content: String,
         /// When it was written.
         created_at: String,
+        /// The hash the store kept for it (format 2 on): an import refuses content that
+        /// does not match it, so damage on the way is found, not carried in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
     },
     /// A cached summary of a kept version.
     Summary {
@@ -208,7 +214,8 @@ pub fn export(
         .map_err(map_err)?;
     let mut versions = tx
         .prepare(
-            "SELECT version, content, created_at FROM versions WHERE file_id = ?1 ORDER BY version",
+            "SELECT version, content, created_at, sha256 FROM versions WHERE file_id = ?1
+             ORDER BY version",
         )
         .map_err(map_err)?;
     let mut summaries = tx
@@ -247,6 +254,7 @@ pub fn export(
                 version: to_u64(r.get(0).map_err(map_err)?),
                 content: r.get(1).map_err(map_err)?,
                 created_at: r.get(2).map_err(map_err)?,
+                sha256: Some(r.get(3).map_err(map_err)?),
             };
             write_line(out, &line)?;
             tally.versions += 1;
@@ -438,9 +446,16 @@ impl Importer<'_> {
                 version,
                 content,
                 created_at,
+                sha256,
             } => {
                 check_size(&self.quotas, &content)
                     .map_err(|e| format!("version {version} of {path:?}: {}", rule(e)))?;
+                let hash = content_hash(&content);
+                if sha256.as_ref().is_some_and(|h| *h != hash) {
+                    return Err(format!(
+                        "version {version} of {path:?}: its content does not match its sha256 (the export was changed or damaged)"
+                    ));
+                }
                 self.kept += 1;
                 if self.kept > self.quotas.versions_kept {
                     return Err(format!(
@@ -464,14 +479,15 @@ impl Importer<'_> {
                 *bytes = content.len() as u64;
                 self.tx
                     .execute(
-                        "INSERT INTO versions (file_id, version, bytes, content, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        "INSERT INTO versions (file_id, version, bytes, content, created_at, sha256)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                         params![
                             *id,
                             version as i64,
                             content.len() as i64,
                             content,
-                            created_at
+                            created_at,
+                            hash
                         ],
                     )
                     .map_err(|e| map_err(e).to_string())?;
@@ -627,10 +643,12 @@ pub fn import(
             format_version,
             agent_id,
         }) if format == FORMAT => {
-            if format_version != FORMAT_VERSION {
+            if !(1..=FORMAT_VERSION).contains(&format_version) {
                 return Err(malformed(
                     1,
-                    format!("format version {format_version}; this build reads {FORMAT_VERSION}"),
+                    format!(
+                        "format version {format_version}; this build reads 1 to {FORMAT_VERSION}"
+                    ),
                 ));
             }
             let agent = as_agent.map_or(agent_id, str::to_owned);
