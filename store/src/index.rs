@@ -1,10 +1,14 @@
 //! The full-text index behind `search`: SQLite FTS5, ranked by BM25.
 //!
-//! One document per current file version and per log entry. The FTS5 table is contentless
-//! (`content=''`, with `contentless_delete=1`), so text is not stored twice: `search_docs`
-//! maps each FTS row to what it indexes. Documents change in the same statements' transaction
-//! as the rows they index, so a rolled-back call leaves no trace in the index, and another
-//! agent's documents are filtered out by the join, never by the query text.
+//! One document per current file version and per log entry, in an FTS5 table of the agent's
+//! own (`search_index_` and the agent id in hex, made on the agent's first document), so
+//! BM25's statistics (how many documents there are, how long they are, how many hold a word)
+//! and a search's cost come from that agent's documents alone: no agent can learn from its
+//! ranking how many of another's documents hold a word, and a search does not slow down as
+//! other agents write. The tables are contentless (`content=''`, with `contentless_delete=1`),
+//! so text is not stored twice: `search_docs` maps each FTS row to what it indexes.
+//! Documents change in the same statements' transaction as the rows they index, so a
+//! rolled-back call leaves no trace in the index.
 //!
 //! Terms come from the guest as plain words; here they are quoted as FTS5 strings, so no
 //! query syntax reaches FTS5.
@@ -23,9 +27,23 @@ CREATE TABLE IF NOT EXISTS search_docs (
     ref      INTEGER NOT NULL,
     UNIQUE (agent_id, is_log, path, ref)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS search_index
-    USING fts5(body, content = '', contentless_delete = 1, tokenize = 'unicode61');
 ";
+
+/// The name of `agent`'s FTS5 table, quoted: the id in hex, because SQLite's names ignore
+/// case and agent ids do not.
+fn table(agent: &str) -> String {
+    let hex: String = agent.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("\"search_index_{hex}\"")
+}
+
+/// Whether `agent` has an index table yet: a look-up by name in SQLite's schema (not a scan
+/// of `sqlite_schema`, which grows with the number of agents).
+fn has_table(conn: &Connection, agent: &str) -> Result<bool, Error> {
+    let name = table(agent);
+    conn.prepare_cached("SELECT count(*) > 0 FROM pragma_table_info(?1)")
+        .and_then(|mut s| s.query_row([name.trim_matches('"')], |r| r.get(0)))
+        .map_err(Error::from)
+}
 
 /// Indexes `body` as the document (agent, path, log entry or file version `reference`).
 pub fn add(
@@ -47,16 +65,26 @@ pub fn add(
                 |r| r.get(0),
             )
         })?;
-    conn.prepare_cached("INSERT INTO search_index (rowid, body) VALUES (?1, ?2)")
-        .and_then(|mut s| s.execute(params![id, body]))
-        .map(drop)
-        .map_err(Error::from)
+    let table = table(agent);
+    if !has_table(conn, agent)? {
+        conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE {table}
+             USING fts5(body, content = '', contentless_delete = 1, tokenize = 'unicode61')"
+        ))?;
+    }
+    conn.prepare_cached(&format!(
+        "INSERT INTO {table} (rowid, body) VALUES (?1, ?2)"
+    ))
+    .and_then(|mut s| s.execute(params![id, body]))
+    .map(drop)
+    .map_err(Error::from)
 }
 
 /// Drops the documents of the file at `path` (its current version's).
 pub fn remove_file(conn: &Connection, agent: &str, path: &str) -> Result<(), Error> {
     remove_where(
         conn,
+        agent,
         "agent_id = ?1 AND path = ?2 AND is_log = 0",
         params![agent, path],
     )
@@ -67,23 +95,34 @@ pub fn remove_log_entry(conn: &Connection, agent: &str, path: &str, id: u64) -> 
     let id = to_i64(id)?;
     remove_where(
         conn,
+        agent,
         "agent_id = ?1 AND path = ?2 AND is_log = 1 AND ref = ?3",
         params![agent, path, id],
     )
 }
 
-/// Drops every document of `agent`.
+/// Drops every document of `agent`, and its index table.
 pub fn remove_agent(conn: &Connection, agent: &str) -> Result<(), Error> {
-    remove_where(conn, "agent_id = ?1", params![agent])
+    conn.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(agent)))?;
+    conn.prepare_cached("DELETE FROM search_docs WHERE agent_id = ?1")
+        .and_then(|mut s| s.execute([agent]))
+        .map(drop)
+        .map_err(Error::from)
 }
 
+/// Drops `agent`'s documents that meet `condition` (over `search_docs`).
 fn remove_where(
     conn: &Connection,
+    agent: &str,
     condition: &str,
     args: &[&dyn rusqlite::ToSql],
 ) -> Result<(), Error> {
+    if !has_table(conn, agent)? {
+        return Ok(());
+    }
     conn.prepare_cached(&format!(
-        "DELETE FROM search_index WHERE rowid IN (SELECT id FROM search_docs WHERE {condition})"
+        "DELETE FROM {} WHERE rowid IN (SELECT id FROM search_docs WHERE {condition})",
+        table(agent)
     ))
     .and_then(|mut s| s.execute(args))?;
     conn.prepare_cached(&format!("DELETE FROM search_docs WHERE {condition}"))
@@ -137,17 +176,30 @@ pub fn search(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
-    conn.prepare_cached(
+    if !has_table(conn, agent)? {
+        // No table is no documents, unless the documents say otherwise: then it is damage.
+        let documents: i64 = conn
+            .prepare_cached("SELECT count(*) FROM search_docs WHERE agent_id = ?1")
+            .and_then(|mut s| s.query_row([agent], |r| r.get(0)))?;
+        if documents > 0 {
+            return Err(Error::Database {
+                words: "the agent's search index is missing",
+                detail: format!("no index table for {documents} documents of {agent:?}"),
+            });
+        }
+        return Ok(Vec::new());
+    }
+    let table = table(agent);
+    conn.prepare_cached(&format!(
         "SELECT d.path, d.is_log, d.ref
-         FROM search_index JOIN search_docs d ON d.id = search_index.rowid
-         WHERE search_index MATCH ?1 AND d.agent_id = ?2
-           AND substr(d.path, 1, length(?3)) = ?3
-         ORDER BY bm25(search_index), d.path, d.is_log, d.ref
-         LIMIT ?4 OFFSET ?5",
-    )
+         FROM {table} JOIN search_docs d ON d.id = {table}.rowid
+         WHERE {table} MATCH ?1 AND substr(d.path, 1, length(?2)) = ?2
+         ORDER BY bm25({table}), d.path, d.is_log, d.ref
+         LIMIT ?3 OFFSET ?4"
+    ))
     .and_then(|mut s| {
         s.query_map(
-            params![fts_query(terms, match_all), agent, prefix, limit, offset],
+            params![fts_query(terms, match_all), prefix, limit, offset],
             |r| {
                 let reference = to_u64(r.get(2)?);
                 Ok(SearchMatch {

@@ -4,8 +4,9 @@ use crate::{Error, index, logs};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// The schema version this code writes; a newer file is refused rather than misread.
-/// 2 added the search index and the `logs` table; 3 the hash of each version's content.
-pub const SCHEMA_VERSION: i64 = 3;
+/// 2 added the search index and the `logs` table; 3 the hash of each version's content; 4
+/// gave each agent an index table of its own.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Files, versions, log entries, summaries and the agents' counters. The search index and
 /// the per-log rows are in [`index::SCHEMA`] and [`logs::SCHEMA`].
@@ -72,7 +73,6 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
     }
     tx.execute_batch(&format!("{SCHEMA} {} {}", index::SCHEMA, logs::SCHEMA))?;
     if found == 1 {
-        index::rebuild(&tx, None)?;
         logs::backfill(&tx, None)?;
     }
     if (1..3).contains(&found) {
@@ -87,6 +87,11 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
             tx.execute_batch("ALTER TABLE versions ADD COLUMN sha256 TEXT NOT NULL DEFAULT ''")?;
         }
         backfill_hashes(&tx)?;
+    }
+    if (1..4).contains(&found) {
+        // One index for every agent becomes one each (schema 1 had none at all).
+        tx.execute_batch("DROP TABLE IF EXISTS search_index; DELETE FROM search_docs;")?;
+        index::rebuild(&tx, None)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(tx.commit()?)

@@ -19,7 +19,9 @@ fn paths(found: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A small corpus where one document is plainly the best answer to each query.
+/// A small corpus where one document is plainly the best answer to each query (by BM25
+/// over the agent's own documents: the log entry that holds both words is long and mostly
+/// about something else).
 fn corpus(s: &Scratch) {
     let filler: String = (0..40)
         .map(|i| format!("Line {i} of general notes.\n"))
@@ -37,7 +39,7 @@ fn corpus(s: &Scratch) {
     s.write("a", "notes/lunch.md", "Tacos on Friday.\n");
     s.ok(
         "append_log",
-        json!({ "agent_id": "a", "path": "runs.log", "entry": "deploy failed: key expired" }),
+        json!({ "agent_id": "a", "path": "runs.log", "entry": "nightly run: tests passed, lint passed, then deploy failed: key expired" }),
     );
     s.ok(
         "append_log",
@@ -70,7 +72,10 @@ fn the_obvious_best_match_comes_first_with_its_line_numbers() {
     let entry = hits.iter().find(|h| h["path"] == "runs.log").unwrap();
     assert_eq!(
         (entry["entry_id"].clone(), entry["text"].clone()),
-        (json!(1), json!("deploy failed: key expired"))
+        (
+            json!(1),
+            json!("nightly run: tests passed, lint passed, then deploy failed: key expired")
+        )
     );
     assert_eq!(found["partial"], false);
     // Agent b's file holds both words too, and never shows.
@@ -152,11 +157,37 @@ fn a_store_from_before_the_index_gets_one_built_on_open() {
     corpus(&s);
     s.stop();
     let db = rusqlite::Connection::open(s.db()).unwrap();
-    db.execute_batch("DROP TABLE search_index; DROP TABLE search_docs; PRAGMA user_version = 1;")
-        .unwrap();
+    // Agent "a"'s index table is named by the id in hex.
+    db.execute_batch(
+        "DROP TABLE \"search_index_61\"; DROP TABLE search_docs; PRAGMA user_version = 1;",
+    )
+    .unwrap();
     drop(db);
     s.restart();
     assert_eq!(paths(&search(&s, "a", "deploy key"))[0], "deploy.md");
+    assert!(admin::verify(&s.db()).unwrap().ok());
+}
+
+/// Search statistics are the agent's own: how another agent's documents use the same words
+/// changes neither the order of an agent's hits nor anything else in its answer. (With one
+/// index for the whole store, BM25's counts were store-wide, and 50 documents of agent b
+/// holding "alpha" turned a's tie between x.md and y.md into y.md first.)
+#[test]
+fn ranking_depends_on_the_agents_own_documents_only() {
+    let s = Scratch::new();
+    s.write("a", "x.md", "alpha one two three");
+    s.write("a", "y.md", "beta one two three");
+    let alone = search(&s, "a", "alpha beta");
+    assert_eq!(paths(&alone), ["x.md", "y.md"]);
+    for i in 0..50 {
+        s.write("b", &format!("n{i}.md"), "alpha filler words");
+    }
+    assert_eq!(search(&s, "a", "alpha beta"), alone);
+    assert_eq!(
+        paths(&search(&s, "b", "alpha")).len(),
+        10,
+        "b finds its own"
+    );
     assert!(admin::verify(&s.db()).unwrap().ok());
 }
 
