@@ -311,6 +311,18 @@ class Hosted:
         return status, text
 
 
+#: A document long enough to need a summary.
+LONG_PLAN = "".join(f"Paragraph {i}: the plan holds.\n" for i in range(400))
+
+
+def with_model(hosted, standin):
+    """`hosted` started again with the model at `standin` (and a key for it)."""
+    hosted.stop()
+    hosted.env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": standin.url}
+    hosted.start()
+    return hosted
+
+
 async def call(client, tool, **args):
     """(ok, payload) of one tool call through an SDK client."""
     return sdk_result(await client.call_tool(tool, args))

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 from conftest import run
-from helpers import Hosted, StandIn, call, message_reply, run_cli, wait_until
+from helpers import LONG_PLAN, Hosted, StandIn, call, message_reply, run_cli, wait_until
 from mcp.shared.exceptions import MCPError
 
 
@@ -199,11 +199,10 @@ def test_summaries_need_a_key_allowed_them_and_stay_within_the_agents_budget(tmp
     assert "ro\tread-only\tno-summaries\ta" in listed and "ro-sum\tread-only\tsummaries\ta" in listed, listed
     h.env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": standin.url}
     h.start()
-    long = "".join(f"Paragraph {i}: the plan holds.\n" for i in range(400))
     try:
         async def go():
             async with h.client(h.keys["rw"]) as c:
-                assert (await call(c, "write_file", agent_id="a", path="plan.md", content=long))[0]
+                assert (await call(c, "write_file", agent_id="a", path="plan.md", content=LONG_PLAN))[0]
             async with h.client(h.keys["ro"]) as c:
                 ok, e = await call(c, "summarize_file", agent_id="a", path="plan.md")
                 assert (ok, e) == (False, 'this key ("ro") may not ask for summaries, which spend the '

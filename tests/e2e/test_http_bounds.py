@@ -11,7 +11,7 @@ import time
 
 import pytest
 from conftest import run
-from helpers import Hosted, StandIn, call, message_reply, wait_until
+from helpers import LONG_PLAN, Hosted, StandIn, call, message_reply, wait_until, with_model
 
 
 def idle_sockets(port, n):
@@ -136,15 +136,11 @@ def test_calls_in_flight_are_bounded_per_key_even_when_their_callers_have_gone(t
     caller that asked for it hangs up at once, but its work goes on and still holds the
     place, so the key's next call is refused, and another key's is not."""
     standin = StandIn([], then=message_reply("A summary."), delay=3.0)
-    h = Hosted(tmp_path, "[http]\nmax_calls_in_flight_per_key = 1\n")
-    h.stop()
-    h.env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": standin.url}
-    h.start()
-    long = "".join(f"Paragraph {i}: the plan holds.\n" for i in range(400))
+    h = with_model(Hosted(tmp_path, "[http]\nmax_calls_in_flight_per_key = 1\n"), standin)
     try:
         async def write():
             async with h.client(h.keys["rw"]) as c:
-                assert (await call(c, "write_file", agent_id="a", path="plan.md", content=long))[0]
+                assert (await call(c, "write_file", agent_id="a", path="plan.md", content=LONG_PLAN))[0]
         run(write())
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                            "params": {"name": "summarize_file", "arguments": {"agent_id": "a", "path": "plan.md"}}})

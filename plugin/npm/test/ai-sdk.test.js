@@ -6,7 +6,7 @@ import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { Scratchpad } from 'scratchpad-tools';
 import { tools } from 'scratchpad-tools/ai-sdk';
-import { EVERY_TOOL, folder } from './helpers.js';
+import { EVERY_TOOL, boundAndPersisted, folder } from './helpers.js';
 
 const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
 
@@ -64,17 +64,6 @@ test('errors reach the model as tool errors and the run goes on', async () => {
   await pad.close();
 });
 
-test('a bound agent cannot reach another agent\'s data; data persists for new tools on the folder', async () => {
-  const dir = folder();
-  const pad = new Scratchpad(dir);
-  await pad.call('write_file', { agent_id: 'other', path: 'secret.md', content: 'theirs' });
-  await run(pad.forAgent('a'), [['write_file', { path: 'kept.md', content: 'kept' }]]);
-  const { outcomes } = await run(pad.forAgent('a'), [['read_file', { path: 'secret.md' }], ['list_files', {}]]);
-  assert.equal(outcomes[0].type, 'tool-error');
-  assert.deepEqual(outcomes[1].output.files.map((f) => f.path), ['kept.md']);
-  await pad.close();
-  const again = new Scratchpad(dir);
-  const read = await run(again.forAgent('a'), [['read_file', { path: 'kept.md' }]]);
-  assert.equal(read.outcomes[0].output.content, 'kept');
-  await again.close();
-});
+test('a bound agent cannot reach another agent\'s data; data persists for new tools on the folder', () =>
+  boundAndPersisted(async (pad, ...turns) => (await run(pad, ...turns)).outcomes
+    .map((o) => (o.type === 'tool-result' ? [true, o.output] : [false, o.error.message]))));

@@ -1,7 +1,9 @@
 // What the package's tests share: a fresh folder, and the tools' calls each test makes.
+import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Scratchpad } from 'scratchpad-tools';
 
 export const folder = () => join(mkdtempSync(join(tmpdir(), 'scratchpad-tools-')), 'store');
 
@@ -24,3 +26,21 @@ export const EVERY_TOOL = [
   ['forget_log', { path: 'steps' }],
   ['delete_file', { path: 'plan.md' }],
 ];
+
+/** Through any adapter: a bound agent cannot reach another agent's file, and what one
+ * Scratchpad wrote, a new one on the same folder reads. `run(pad, ...turns)` drives the
+ * adapter's framework and resolves to each tool call's [ok, answer]. */
+export async function boundAndPersisted(run) {
+  const dir = folder();
+  const pad = new Scratchpad(dir);
+  await pad.call('write_file', { agent_id: 'other', path: 'secret.md', content: 'theirs' });
+  await run(pad.forAgent('a'), [['write_file', { path: 'kept.md', content: 'kept' }]]);
+  const [secret, listed] = await run(pad.forAgent('a'), [['read_file', { path: 'secret.md' }], ['list_files', {}]]);
+  assert.deepEqual([secret[0], String(secret[1]).includes('no file at path "secret.md"')], [false, true]);
+  assert.deepEqual(listed[1].files.map((f) => f.path), ['kept.md']);
+  await pad.close();
+  const again = new Scratchpad(dir);
+  const [[ok, read]] = await run(again.forAgent('a'), [['read_file', { path: 'kept.md' }]]);
+  assert.deepEqual([ok, read.content], [true, 'kept']);
+  await again.close();
+}

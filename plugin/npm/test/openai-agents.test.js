@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { Agent, Runner, Usage, setTracingDisabled } from '@openai/agents';
 import { Scratchpad } from 'scratchpad-tools';
 import { tools } from 'scratchpad-tools/openai-agents';
-import { EVERY_TOOL, folder } from './helpers.js';
+import { EVERY_TOOL, boundAndPersisted, folder } from './helpers.js';
 
 setTracingDisabled(true);
 
@@ -74,17 +74,6 @@ test('errors reach the model as tool output and the run goes on', async () => {
   await pad.close();
 });
 
-test('a bound agent cannot reach another agent\'s data; data persists for new tools on the folder', async () => {
-  const dir = folder();
-  const pad = new Scratchpad(dir);
-  await pad.call('write_file', { agent_id: 'other', path: 'secret.md', content: 'theirs' });
-  await run(pad.forAgent('a'), [['write_file', { path: 'kept.md', content: 'kept' }]]);
-  const { outputs } = await run(pad.forAgent('a'), [['read_file', { path: 'secret.md' }, ], ['list_files', {}]]);
-  assert.match(outputs[0], /^error: no file/);
-  assert.deepEqual(JSON.parse(outputs[1]).files.map((f) => f.path), ['kept.md']);
-  await pad.close();
-  const again = new Scratchpad(dir);
-  const read = await run(again.forAgent('a'), [['read_file', { path: 'kept.md' }]]);
-  assert.equal(JSON.parse(read.outputs[0]).content, 'kept');
-  await again.close();
-});
+test('a bound agent cannot reach another agent\'s data; data persists for new tools on the folder', () =>
+  boundAndPersisted(async (pad, ...turns) => (await run(pad, ...turns)).outputs
+    .map((o) => (o.startsWith('error: ') ? [false, o] : [true, JSON.parse(o)]))));
