@@ -161,7 +161,11 @@ def test_plain_definitions_and_run(pad):
     anthropic = definitions.anthropic(planner)
     assert {t["name"] for t in anthropic} == {t["name"] for t in pad.tools()}
     assert all("agent_id" not in t["input_schema"]["properties"] for t in anthropic)
-    assert definitions.openai(planner)[0]["type"] == "function"
+    chat = definitions.openai(planner)
+    assert [t["function"]["name"] for t in chat] == [t["name"] for t in anthropic]
+    assert chat[0]["function"]["parameters"] == anthropic[0]["input_schema"]
+    responses = definitions.openai_responses(planner)
+    assert {(t["type"], t["name"], t["strict"]) for t in responses} == {("function", t["name"], False) for t in anthropic}
     text, failed = definitions.run(planner, "write_file", json.dumps({"path": "a", "content": "b"}))
     assert not failed and json.loads(text)["version"] == 1
     text, failed = definitions.run(planner, "read_file", "{not json")
