@@ -27,7 +27,10 @@ def pair(tmp_path, database):
     """Two instances on one database, sharing one config (its keys and limits)."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    first = Hosted(tmp_path / "a", extra="[limits]\nmax_files = 40\n", store=["--database", database])
+    # The burst of 60 writes below is about the quota across instances, not about how many
+    # calls one key may run at once (16 by default; test_http_bounds.py holds that bound).
+    extra = "[limits]\nmax_files = 40\n[http]\nmax_calls_in_flight_per_key = 64\n"
+    first = Hosted(tmp_path / "a", extra=extra, store=["--database", database])
     second = Hosted(tmp_path / "b", store=["--database", database], like=first)
     yield first, second, database
     for h in (first, second):
