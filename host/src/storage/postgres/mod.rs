@@ -242,18 +242,26 @@ fn map_err(e: postgres::Error) -> StoreError {
     }
 }
 
+/// A connection from `pool` with a call's transaction begun on it: a read call's one
+/// snapshot, or a write call's read-committed transaction (its agent's lock comes first).
+fn begin_on(pool: &Pool, mode: Mode) -> Result<Conn, StoreError> {
+    let mut conn = pool.take()?;
+    match conn.batch(match mode {
+        Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        Mode::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
+    }) {
+        Ok(()) => Ok(conn),
+        Err(e) => {
+            pool.give_back(conn, false);
+            Err(e)
+        }
+    }
+}
+
 impl Backend for Postgres {
     fn begin(&self, mode: Mode, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError> {
-        let mut conn = self.pool.take()?;
-        if let Err(e) = conn.batch(match mode {
-            Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-            Mode::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
-        }) {
-            self.pool.give_back(conn, false);
-            return Err(e);
-        }
         Ok(Box::new(PgCall(RefCell::new(PgTxn {
-            conn: Some(conn),
+            conn: Some(begin_on(&self.pool, mode)?),
             mode,
             limits,
             agent: None,
@@ -357,12 +365,7 @@ impl PgTxn {
     /// connection back while a model thought, a new snapshot on a connection from the pool.
     fn conn_mut(&mut self) -> Result<&mut Conn, StoreError> {
         if self.conn.is_none() {
-            let mut conn = self.home.take()?;
-            if let Err(e) = conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") {
-                self.home.give_back(conn, false);
-                return Err(e);
-            }
-            self.conn = Some(conn);
+            self.conn = Some(begin_on(&self.home, self.mode)?);
         }
         Ok(self.conn.as_mut().expect("a connection was just put there"))
     }
