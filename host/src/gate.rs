@@ -120,13 +120,14 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Admits one call of `identity`'s among those in flight: the ticket must go with the
-    /// call's work to wherever it runs, and is dropped when that work ends.
-    pub fn enter(&self, identity: &Identity) -> Result<Option<Ticket>, Full> {
-        self.in_flight
-            .as_ref()
-            .map(|calls| calls.enter(&identity.name))
-            .transpose()
+    /// Admits one call of `caller`'s among those in flight (none to count without a caller
+    /// or a bound): the ticket must go with the call's work to wherever it runs, and is
+    /// dropped when that work ends.
+    pub fn enter(&self, caller: Option<&Identity>) -> Result<Option<Ticket>, Full> {
+        match (&self.in_flight, caller) {
+            (Some(calls), Some(caller)) => calls.enter(&caller.name).map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// Checks a call of kind `access` for `agent` by `identity`, before any storage work of

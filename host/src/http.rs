@@ -11,7 +11,7 @@
 //!
 //! The server refuses to start with no key configured: an open door is never the default.
 //!
-//! What one client may hold is bounded (`[http]`, [`HTTP_BOUNDS`]): connections open at once
+//! What one client may hold is bounded (`[http]`, [`crate::settings::HTTP_BOUNDS`]): connections open at once
 //! (one more is closed before a byte is read), the time to send a request's headers (also
 //! how long a connection may sit idle) and its body, and calls in flight for the server and
 //! for each key ([`crate::in_flight`]).
@@ -21,7 +21,7 @@ use crate::in_flight::{Bounds, InFlight};
 use crate::keys::{KeyRing, Keys};
 use crate::mcp::McpServer;
 use crate::service::Service;
-use crate::settings::{DEFAULT_LISTEN, HTTP_BOUNDS, HttpSettings};
+use crate::settings::{DEFAULT_LISTEN, HttpSettings};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -95,8 +95,8 @@ pub fn router(
             (per_day, RateLimiter::new(over_a_day, per_day))
         }),
         in_flight: Some(InFlight::new(Bounds {
-            server: bound(http, "max_calls_in_flight"),
-            per_key: bound(http, "max_calls_in_flight_per_key"),
+            server: http.limits().max_calls_in_flight,
+            per_key: http.limits().max_calls_in_flight_per_key,
         })),
     });
     let server = McpServer::new(service).gated(gate, Arc::clone(&metrics));
@@ -135,15 +135,6 @@ pub fn router(
         .merge(protected))
 }
 
-/// The bound named `name` in force (see [`HTTP_BOUNDS`]).
-fn bound(http: &HttpSettings, name: &str) -> u32 {
-    let at = HTTP_BOUNDS
-        .iter()
-        .position(|b| b.name == name)
-        .expect("a bound of HTTP_BOUNDS");
-    http.bounds()[at]
-}
-
 /// What a connection may hold: how many there are at once, and how long a client may take.
 #[derive(Clone, Copy, Debug)]
 pub struct Connections {
@@ -158,11 +149,12 @@ pub struct Connections {
 impl Connections {
     /// The bounds `[http]` sets.
     pub fn of(http: &HttpSettings) -> Self {
-        let seconds = |name| Duration::from_secs(u64::from(bound(http, name)));
+        let limits = http.limits();
+        let seconds = |s| Duration::from_secs(u64::from(s));
         Self {
-            max: bound(http, "max_connections"),
-            header_timeout: seconds("header_timeout_seconds"),
-            body_timeout: seconds("body_timeout_seconds"),
+            max: limits.max_connections,
+            header_timeout: seconds(limits.header_timeout_seconds),
+            body_timeout: seconds(limits.body_timeout_seconds),
         }
     }
 }

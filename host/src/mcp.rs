@@ -130,7 +130,7 @@ async fn admit(
     agents: Vec<String>,
 ) -> Result<Option<Ticket>, McpError> {
     let ticket = gate
-        .enter(caller)
+        .enter(Some(caller))
         .map_err(|full| McpError::invalid_request(full.to_string(), None))?;
     let (gate, service, caller) = (Arc::clone(gate), Arc::clone(service), caller.clone());
     tokio::task::spawn_blocking(move || {
@@ -303,8 +303,8 @@ impl ServerHandler for McpServer {
         let caller = self.caller(&context)?;
         let access = access(tool);
         let (service, gate) = (Arc::clone(&self.service), Arc::clone(&self.gate));
-        let ticket = match caller.as_ref().map(|c| gate.enter(c)).transpose() {
-            Ok(ticket) => ticket.flatten(),
+        let ticket = match gate.enter(caller.as_ref()) {
+            Ok(ticket) => ticket,
             Err(full) => {
                 tracing::info!(tool = %name, %full, "refused: calls in flight");
                 self.metrics.record(label, "refused", started.elapsed());

@@ -142,10 +142,43 @@ impl HttpSettings {
     }
 
     /// Every bound in force, in [`HTTP_BOUNDS`]' order: the configured value, else the default.
-    pub fn bounds(&self) -> [u32; 5] {
+    fn bounds(&self) -> [u32; 5] {
         let configured = self.configured_bounds();
         std::array::from_fn(|i| configured[i].unwrap_or(HTTP_BOUNDS[i].default))
     }
+
+    /// The bounds in force, by name.
+    pub fn limits(&self) -> HttpLimits {
+        let [
+            max_connections,
+            header_timeout_seconds,
+            body_timeout_seconds,
+            max_calls_in_flight,
+            max_calls_in_flight_per_key,
+        ] = self.bounds();
+        HttpLimits {
+            max_connections,
+            header_timeout_seconds,
+            body_timeout_seconds,
+            max_calls_in_flight,
+            max_calls_in_flight_per_key,
+        }
+    }
+}
+
+/// Hosted mode's bounds in force (see [`HTTP_BOUNDS`] for what each bounds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Connections open at once.
+    pub max_connections: u32,
+    /// Seconds to send a request's headers, or to sit idle between requests.
+    pub header_timeout_seconds: u32,
+    /// Seconds to send a request's body.
+    pub body_timeout_seconds: u32,
+    /// Calls running at once, for every key.
+    pub max_calls_in_flight: u32,
+    /// Calls running at once for one key.
+    pub max_calls_in_flight_per_key: u32,
 }
 
 /// The rates an agent may be given: from one call in about 17 minutes (a wait always fits a
