@@ -97,18 +97,24 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
     Ok(tx.commit()?)
 }
 
-/// Gives every version stored without a hash the hash of its content.
+/// Gives every version stored without a hash the hash of its content, a few hundred
+/// versions at a time: a store's contents need not fit in memory to be upgraded.
 fn backfill_hashes(conn: &Connection) -> Result<(), Error> {
-    let unhashed: Vec<(i64, String)> = conn
-        .prepare("SELECT rowid, content FROM versions WHERE sha256 = ''")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+    let mut unhashed =
+        conn.prepare("SELECT rowid, content FROM versions WHERE sha256 = '' LIMIT 256")?;
     let mut set = conn.prepare("UPDATE versions SET sha256 = ?2 WHERE rowid = ?1")?;
-    for (rowid, content) in unhashed {
-        set.execute(rusqlite::params![
-            rowid,
-            scratchpad_guest::ports::content_hash(&content)
-        ])?;
+    loop {
+        let batch: Vec<(i64, String)> = unhashed
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        for (rowid, content) in batch {
+            set.execute(rusqlite::params![
+                rowid,
+                scratchpad_guest::ports::content_hash(&content)
+            ])?;
+        }
     }
-    Ok(())
 }
