@@ -20,6 +20,8 @@ from typing import Any, Callable
 from wasmtime import Config, Engine, Store, WasiConfig
 from wasmtime.component import Component, Linker, Record, Variant
 
+from ._errors import SummariserError
+
 PACKAGE = "scratchpad:mcp"
 VERSION = "0.1.0"
 
@@ -136,8 +138,6 @@ class Summariser:
         self.callback, self.model = summarise, model
 
     def summarise(self, request: Record) -> Any:
-        from . import SummariserError
-
         if self.callback is None:
             return Variant("not-configured",
                            "summarize_file needs a summariser: pass summariser= to Scratchpad(...)")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from . import ToolError
+from ._errors import ToolError
 
 __all__ = ["Pad", "anthropic", "openai", "openai_responses", "run"]
 

@@ -21,7 +21,7 @@ from pydantic_ai import Tool
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from . import ToolError
+from ._errors import ToolError
 from .definitions import Pad
 
 __all__ = ["toolset"]
