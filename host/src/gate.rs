@@ -125,7 +125,7 @@ impl Gate {
     /// dropped when that work ends.
     pub fn enter(&self, caller: Option<&Identity>) -> Result<Option<Ticket>, Full> {
         match (&self.in_flight, caller) {
-            (Some(calls), Some(caller)) => calls.enter(&caller.name).map(Some),
+            (Some(calls), Some(caller)) => calls.enter(&caller.caller()).map(Some),
             _ => Ok(None),
         }
     }

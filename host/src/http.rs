@@ -1,15 +1,20 @@
 //! Hosted mode: MCP over Streamable HTTP (rmcp's server, on axum), for one service shared by
 //! many callers.
 //!
-//! - `/mcp`: the MCP endpoint, behind bearer keys ([`crate::keys`]). rmcp validates `Host`
+//! - `/mcp`: the MCP endpoint, behind bearer keys ([`crate::keys`]) or, with `[http.oauth]`,
+//!   OAuth access tokens ([`crate::oauth`]): a token lacking the scope a request needs gets
+//!   403 `insufficient_scope` naming it, before the request reaches MCP. rmcp validates `Host`
 //!   (loopback plus `allowed_hosts`, against DNS rebinding) and `Origin` (loopback's plus
 //!   `allowed_origins`; any other is 403). The caller's identity is the key's; the gate in
 //!   [`crate::mcp`] refuses a call for another agent, a write with a read-only key, or an
 //!   agent over its rate, before any storage work.
+//! - `/.well-known/oauth-protected-resource[/mcp]`: with `[http.oauth]`, the metadata (RFC
+//!   9728) every 401 points at, naming the authorization servers.
 //! - `/health`: no key, no store: says the process is serving.
 //! - `/metrics`: call counts and times by tool and outcome, in Prometheus' text format.
 //!
-//! The server refuses to start with no key configured: an open door is never the default.
+//! The server refuses to start with no key and no authorization server configured: an open
+//! door is never the default.
 //!
 //! What one client may hold is bounded (`[http]`, [`crate::settings::HTTP_BOUNDS`]): connections open at once
 //! (one more is closed before a byte is read), the time to send a request's headers (also
@@ -18,8 +23,10 @@
 
 use crate::gate::{Gate, Metrics, RateLimiter};
 use crate::in_flight::{Bounds, InFlight};
-use crate::keys::{KeyRing, Keys};
+use crate::keys::{Access, Identity, KeyRing, Keys, Scope};
 use crate::mcp::McpServer;
+use crate::oauth::metadata;
+use crate::oauth::token::Verifier;
 use crate::service::Service;
 use crate::settings::{DEFAULT_LISTEN, HttpSettings};
 use axum::extract::{Request, State};
@@ -40,11 +47,14 @@ use tower_http::timeout::RequestBodyTimeout;
 /// Why hosted mode could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
-    /// No API key is configured.
+    /// No API key is configured, and no authorization server.
     #[error(
-        "serve --http needs at least one API key: add one with `scratchpad-mcp keys add NAME --agent ID` (it goes into the config file, hashed)"
+        "serve --http needs at least one API key or an authorization server: add a key with `scratchpad-mcp keys add NAME --agent ID` (it goes into the config file, hashed), or configure [http.oauth]"
     )]
     NoKeys,
+    /// The OAuth token checks could not be set up.
+    #[error("cannot check OAuth tokens: {0}")]
+    OAuth(String),
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {reason}")]
     Bind {
@@ -82,9 +92,15 @@ pub fn router(
     http: &HttpSettings,
     keys: Arc<KeyRing>,
 ) -> Result<axum::Router, HttpError> {
-    if keys.is_empty() {
+    if keys.is_empty() && http.oauth.is_none() {
         return Err(HttpError::NoKeys);
     }
+    let verifier = match &http.oauth {
+        Some(oauth) => Some(Arc::new(
+            Verifier::new(oauth.clone()).map_err(HttpError::OAuth)?,
+        )),
+        None => None,
+    };
     let metrics = Arc::new(Metrics::default());
     let gate = Arc::new(Gate {
         limiter: http
@@ -120,10 +136,30 @@ pub fn router(
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let auth = Arc::new(Auth {
+        keys,
+        verifier: verifier.clone(),
+    });
     let protected = axum::Router::new()
         .nest_service("/mcp", mcp)
-        .layer(middleware::from_fn_with_state(keys, authenticate));
-    Ok(axum::Router::new()
+        .layer(middleware::from_fn_with_state(auth, authenticate));
+    let mut open = axum::Router::new();
+    if let Some(verifier) = verifier {
+        let document: Arc<str> = metadata::document(verifier.settings()).to_string().into();
+        for path in metadata::paths(verifier.settings()) {
+            let document = Arc::clone(&document);
+            open = open.route(
+                &path,
+                get(move || async move {
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        document.to_string(),
+                    )
+                }),
+            );
+        }
+    }
+    Ok(open
         .route("/health", get(|| async { "ok\n" }))
         .route(
             "/metrics",
@@ -268,34 +304,135 @@ async fn stop_signal() {
     }
 }
 
-/// Lets a request with a known bearer key through, carrying its identity; 401 otherwise.
-async fn authenticate(
-    State(keys): State<Arc<KeyRing>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let key = request
+/// What `/mcp` takes as a caller's proof: the keys in force, and tokens when configured.
+struct Auth {
+    keys: Arc<KeyRing>,
+    verifier: Option<Arc<Verifier>>,
+}
+
+/// The largest request body a token's request is read whole for, to see which scope it
+/// needs (far above any tool call the limits allow).
+const MAX_SCOPED_BODY: usize = 64 << 20;
+
+/// Lets a request with a known bearer key, or a valid token with the scope the request
+/// needs, through, carrying its identity; 401 (or 403 for a missing scope) otherwise.
+async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next: Next) -> Response {
+    let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    match key.and_then(|k| keys.identify(k)) {
-        Some(identity) => {
-            request.extensions_mut().insert(identity);
-            next.run(request).await
+        .map(str::trim)
+        .map(str::to_owned);
+    let Some(bearer) = bearer else {
+        let needed = match auth.verifier {
+            Some(_) => {
+                "an API key or an OAuth access token is needed: send it as Authorization: Bearer KEY"
+            }
+            None => "an API key is needed: send it as Authorization: Bearer KEY",
+        };
+        return unauthorized(&auth, needed, None);
+    };
+    if let Some(identity) = auth.keys.identify(&bearer) {
+        request.extensions_mut().insert(identity);
+        return next.run(request).await;
+    }
+    let unknown_key = "the API key is not known (revoked or mistyped)";
+    let Some(verifier) = auth
+        .verifier
+        .as_ref()
+        .filter(|_| !bearer.starts_with(KEY_PREFIX))
+    else {
+        return unauthorized(&auth, unknown_key, Some(unknown_key));
+    };
+    let identity = match verifier.identify(&bearer).await {
+        Ok(identity) => identity,
+        Err(e) => {
+            tracing::info!(reason = %e, "refused: an OAuth token");
+            let why = e.to_string();
+            return unauthorized(&auth, &why, Some(&why));
         }
-        None => {
-            let reason = if key.is_some() {
-                "the API key is not known (revoked or mistyped)"
-            } else {
-                "an API key is needed: send it as Authorization: Bearer KEY"
-            };
-            let mut response = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
+    };
+    // Which scope the request needs is in its body: read it whole, then hand it on.
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_SCOPED_BODY).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large or was cut off\n",
+        )
+            .into_response();
+    };
+    if let Some(lacking) = needs(&bytes).into_iter().find(|a| !holds(&identity, *a)) {
+        let settings = verifier.settings();
+        let scope = settings.scope_for(lacking);
+        tracing::info!(subject = %identity.name, scope, "refused: a token without the scope");
+        let mut response = (
+            StatusCode::FORBIDDEN,
+            format!(
+                "the token (\"{}\") lacks the scope {scope} this request needs\n",
+                identity.name
+            ),
+        )
+            .into_response();
+        if let Ok(value) = HeaderValue::from_str(&metadata::insufficient_scope(settings, scope)) {
             response
                 .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            response
+                .insert(header::WWW_AUTHENTICATE, value);
         }
+        return response;
+    }
+    let mut request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+/// How every key `keys add` makes begins: such a bearer is a key, never a token to check.
+const KEY_PREFIX: &str = "sk-scratchpad-";
+
+/// A 401 saying `reason`; with tokens configured its challenge points at the metadata, and
+/// names why a bearer that was sent is invalid.
+fn unauthorized(auth: &Auth, reason: &str, invalid: Option<&str>) -> Response {
+    let challenge = match &auth.verifier {
+        Some(verifier) => metadata::unauthorized(verifier.settings(), invalid),
+        None => "Bearer".to_owned(),
+    };
+    let mut response = (StatusCode::UNAUTHORIZED, format!("{reason}\n")).into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// What a request to `/mcp` needs: reading, whatever it is, and for each tool call in it the
+/// tool's own kind (a body that is not JSON-RPC needs reading only; MCP answers it).
+fn needs(body: &[u8]) -> Vec<Access> {
+    let mut needed = vec![Access::Read];
+    let messages = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Array(batch)) => batch,
+        Ok(one) => vec![one],
+        Err(_) => Vec::new(),
+    };
+    for message in &messages {
+        if message.get("method").and_then(|m| m.as_str()) == Some("tools/call")
+            && let Some(tool) = message
+                .pointer("/params/name")
+                .and_then(|n| n.as_str())
+                .and_then(crate::service::ToolName::parse)
+        {
+            needed.push(crate::mcp::access(tool));
+        }
+    }
+    needed
+}
+
+/// Whether `identity` may make a request of kind `access` at all (which agents it may touch
+/// is the gate's to check, per call).
+fn holds(identity: &Identity, access: Access) -> bool {
+    match access {
+        Access::Read => identity.reads,
+        Access::Write => identity.scope == Scope::ReadWrite,
+        Access::Model => identity.summaries,
     }
 }

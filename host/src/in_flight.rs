@@ -37,10 +37,10 @@ struct Running {
 pub enum Full {
     /// This key runs as many calls as it may.
     #[error(
-        "too many calls at once: key {key:?} may run {limit} at a time; retry when one has answered (nothing was changed)"
+        "too many calls at once: {key} may run {limit} at a time; retry when one has answered (nothing was changed)"
     )]
     Key {
-        /// The key's name.
+        /// The caller, as [`crate::keys::Identity::caller`] names it (`key "ci"`).
         key: String,
         /// Its bound.
         limit: u32,

@@ -77,10 +77,31 @@ pub enum Access {
     Model,
 }
 
-/// Who a request is, by its key.
+/// What a caller proved who it is with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Credential {
+    /// One of the configured API keys.
+    Key,
+    /// An OAuth access token from a configured authorization server ([`crate::oauth`]).
+    Token,
+}
+
+impl Credential {
+    /// The word messages use for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Credential::Key => "key",
+            Credential::Token => "token",
+        }
+    }
+}
+
+/// Who a request is, by its key or its token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
-    /// The key's name (for logs; never the key).
+    /// What it was proved with.
+    pub credential: Credential,
+    /// The key's name, or the token's subject (for logs and messages; never the secret).
     pub name: String,
     /// The agent ids it may act as.
     pub agents: Vec<String>,
@@ -88,32 +109,47 @@ pub struct Identity {
     pub scope: Scope,
     /// Whether it may ask for summaries.
     pub summaries: bool,
+    /// Whether it may read: a key always; a token with the read or the write scope.
+    pub reads: bool,
 }
 
 impl Identity {
     /// Whether this identity may make a call of kind `access` for `agent`; the refusal says
-    /// which rule and names the agents the key is for (never the key).
+    /// which rule and names the agents the key or token is for (never the secret).
     pub fn allows(&self, agent: &str, access: Access) -> Result<(), String> {
+        let this = format!("this {} ({:?})", self.credential.as_str(), self.name);
         if !self.agents.iter().any(|a| a == agent) {
+            let agents = if self.agents.is_empty() {
+                "no agent".to_owned()
+            } else {
+                format!("agent {}", self.agents.join(", "))
+            };
             return Err(format!(
-                "this key (\"{}\") acts for agent {}; it cannot act for agent {agent:?}",
-                self.name,
-                self.agents.join(", ")
+                "{this} acts for {agents}; it cannot act for agent {agent:?}"
             ));
+        }
+        if access == Access::Read && !self.reads {
+            return Err(format!("{this} may not read: it has no read scope"));
         }
         if access == Access::Write && self.scope == Scope::ReadOnly {
-            return Err(format!(
-                "this key (\"{}\") is read-only; the tool changes data",
-                self.name
-            ));
+            return Err(format!("{this} is read-only; the tool changes data"));
         }
         if access == Access::Model && !self.summaries {
+            let remedy = match self.credential {
+                Credential::Key => "ask for a key made with `keys add --summaries`",
+                Credential::Token => "ask for a token with the summaries scope",
+            };
             return Err(format!(
-                "this key (\"{}\") may not ask for summaries, which spend the operator's model budget; ask for a key made with `keys add --summaries`",
-                self.name
+                "{this} may not ask for summaries, which spend the operator's model budget; {remedy}"
             ));
         }
         Ok(())
+    }
+
+    /// The caller its calls in flight are counted as, for messages too (`key "ci"`): a key
+    /// and a token subject of the same name are two callers.
+    pub fn caller(&self) -> String {
+        format!("{} {:?}", self.credential.as_str(), self.name)
     }
 }
 
@@ -137,10 +173,12 @@ impl Keys {
                 .iter()
                 .map(|e| {
                     let identity = Identity {
+                        credential: Credential::Key,
                         name: e.name.clone(),
                         agents: e.agents.clone(),
                         scope: e.scope,
                         summaries: e.may_summarise(),
+                        reads: true,
                     };
                     (e.sha256.to_ascii_lowercase(), identity)
                 })

@@ -30,6 +30,7 @@ pub mod imports;
 pub mod in_flight;
 pub mod keys;
 pub mod mcp;
+pub mod oauth;
 pub mod ops;
 pub mod private;
 pub mod resources;

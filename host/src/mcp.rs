@@ -97,7 +97,7 @@ fn identity(context: &RequestContext<RoleServer>) -> Option<Identity> {
 
 /// What a call of `tool` does, for the key's scope: a tool that reaches the outside world
 /// (a summary) spends the operator's model budget; else it writes or it only reads.
-fn access(tool: ToolName) -> Access {
+pub(crate) fn access(tool: ToolName) -> Access {
     let hints = tool.hints();
     if hints.open_world {
         Access::Model
@@ -347,7 +347,7 @@ impl ServerHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::Scope;
+    use crate::keys::{Credential, Scope};
 
     /// Hosted mode fails closed: a request that reached a handler without the key check's
     /// identity is refused, not served as if by the single user of stdio mode.
@@ -359,10 +359,12 @@ mod tests {
             "this server needs an API key, and none was checked for this request"
         );
         let someone = Identity {
+            credential: Credential::Key,
             name: "k".into(),
             agents: vec!["a".into()],
             scope: Scope::ReadOnly,
             summaries: false,
+            reads: true,
         };
         assert_eq!(caller(true, Some(someone.clone())).unwrap(), Some(someone));
         assert_eq!(caller(false, None).unwrap(), None);

@@ -84,6 +84,9 @@ pub struct HttpSettings {
     /// The API keys, hashed.
     #[serde(default)]
     pub keys: Vec<crate::keys::KeyEntry>,
+    /// OAuth access tokens accepted beside the keys ([`crate::oauth`]).
+    #[serde(default)]
+    pub oauth: Option<crate::oauth::OAuthSettings>,
 }
 
 /// One of hosted mode's bounds on what a client may hold: its name under `[http]`, its
@@ -512,6 +515,9 @@ impl Settings {
         }
         if let Some(per_day) = file.http.summaries_per_day {
             within("http.summaries_per_day", per_day, &SUMMARIES_PER_DAY).map_err(out_of_range)?;
+        }
+        if let Some(oauth) = &file.http.oauth {
+            oauth.check().map_err(|e| out_of_range(e.to_string()))?;
         }
         for (bound, value) in HTTP_BOUNDS.iter().zip(file.http.configured_bounds()) {
             if let Some(value) = value {

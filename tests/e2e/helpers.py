@@ -244,11 +244,12 @@ class Hosted:
 
     `store` is the flags that choose the store (a SQLite file in `tmp_path` unless given);
     `like` is another instance whose config and keys this one shares, as a second instance
-    of one deployment would. `env` is what the next `start` adds to the environment."""
+    of one deployment would; `port` a port to listen on, when the config must name it.
+    `env` is what the next `start` adds to the environment."""
 
     KEYS = [("rw", ["--agent", "a"]), ("ro", ["--agent", "a", "--read-only"]), ("b", ["--agent", "b"])]
 
-    def __init__(self, tmp_path, extra="", store=None, like=None):
+    def __init__(self, tmp_path, extra="", store=None, like=None, port=None):
         if like is not None:
             self.config, self.keys = like.config, like.keys
         else:
@@ -263,6 +264,7 @@ class Hosted:
         self.store = store or ["--db", str(self.db)]
         self.log = open(tmp_path / f"server-{id(self)}.log", "a+")
         self.env = {}
+        self.fixed_port = port
         self.start()
 
     def cli(self, *args):
@@ -271,7 +273,7 @@ class Hosted:
         return status, out.strip(), err
 
     def start(self):
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             command("--config", self.config, *self.store, "--log", "info", "--log-format", "json",

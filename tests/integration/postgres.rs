@@ -11,7 +11,7 @@ use crate::standin::{Reply, StandIn};
 use scratchpad_guest::names::{AgentId, FilePath};
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::gate::{Gate, RateLimiter, Refusal};
-use scratchpad_mcp::keys::{Access, Identity, Scope};
+use scratchpad_mcp::keys::{Access, Credential, Identity, Scope};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use scratchpad_mcp::storage::{Backend, Mode, Postgres, pg_admin};
 use scratchpad_mcp::summariser::AnthropicConfig;
@@ -227,10 +227,12 @@ fn text_postgres_cannot_hold_and_words_its_parser_would_join_are_kept() {
 /// A key for `agents`, allowed to write.
 fn key_for(agents: &[&str]) -> Identity {
     Identity {
+        credential: Credential::Key,
         name: "team".into(),
         agents: agents.iter().map(|a| (*a).to_owned()).collect(),
         scope: Scope::ReadWrite,
         summaries: true,
+        reads: true,
     }
 }
 
