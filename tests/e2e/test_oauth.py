@@ -164,7 +164,8 @@ class Browser:
         return self.result
 
 
-def test_a_client_discovers_the_provider_signs_in_and_calls_tools(deployment):
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_a_client_discovers_the_provider_signs_in_and_calls_tools(deployment, era):
     issuer, hosted = deployment
     status, challenge, text = post(hosted)
     metadata_url = f"{hosted.url}/.well-known/oauth-protected-resource/mcp"
@@ -186,7 +187,7 @@ def test_a_client_discovers_the_provider_signs_in_and_calls_tools(deployment):
 
     async def go():
         transport = streamable_http_client(f"{hosted.url}/mcp", http_client=create_mcp_http_client(auth=auth))
-        async with Client(transport) as c:
+        async with Client(transport, mode=era) as c:
             ok, wrote = sdk_result(await c.call_tool("write_file", {"agent_id": "alice", "path": "plan.md", "content": "step 1\n"}))
             assert ok and wrote["version"] == 1, wrote
             ok, read = sdk_result(await c.call_tool("read_file", {"agent_id": "alice", "path": "plan.md"}))
