@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
 /// How long a fetched key set is trusted before it is fetched again anyway, so a key the
-/// issuer withdrew stops working within this long even if no token names an unknown one.
+/// issuer withdrew stops working within this long even if no token names an unknown one
+/// (when the issuer can be reached: else the keys known stay in force).
 pub const MAX_AGE: Duration = Duration::from_secs(3_600);
 
 /// How long one fetch may take.
@@ -49,10 +50,12 @@ pub struct IssuerKeys {
 
 #[derive(Debug, Default)]
 struct Fetched {
+    /// Found by discovery once; the issuer's metadata is not read again.
     jwks_uri: Option<String>,
+    /// The last key set fetched.
     keys: Option<JwkSet>,
+    /// When the last fetch was tried, whether or not it worked: the floor counts from it.
     at: Option<Instant>,
-    fetches: u64,
 }
 
 impl IssuerKeys {
@@ -71,11 +74,6 @@ impl IssuerKeys {
         &self.issuer
     }
 
-    /// How many times the key set was fetched (for tests of the floor).
-    pub async fn fetches(&self) -> u64 {
-        self.state.lock().await.fetches
-    }
-
     /// The key a token's header names (`kid`; with none, the set's only key), fetching the
     /// set first if it is unknown, older than [`MAX_AGE`], or lacks that key and the floor
     /// has passed.
@@ -89,13 +87,11 @@ impl IssuerKeys {
         if may_fetch {
             let fetched = self.fetch(&mut state).await;
             state.at = Some(Instant::now());
-            state.fetches += 1;
             match fetched {
                 Ok(set) => state.keys = Some(set),
-                Err(e) if state.keys.is_none() || stale => {
-                    state.keys = None;
-                    return Err(e);
-                }
+                Err(e) if state.keys.is_none() => return Err(e),
+                // An issuer that cannot be reached for a while leaves its known keys in force
+                // (they are tried again after the floor), rather than refusing every token.
                 Err(e) => tracing::warn!(error = %e, "keys not fetched again; those known stay"),
             }
         }

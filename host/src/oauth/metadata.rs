@@ -38,7 +38,6 @@ pub fn document(settings: &OAuthSettings) -> Value {
         "authorization_servers": settings.authorization_servers,
         "scopes_supported": [scopes.read, scopes.write, scopes.summaries],
         "bearer_methods_supported": ["header"],
-        "resource_signing_alg_values_supported": settings.algorithms(),
         "resource_name": "scratchpad-mcp",
     })
 }

@@ -74,11 +74,6 @@ impl Verifier {
         &self.settings
     }
 
-    /// The keys of the issuer named `issuer` (for tests of the fetch floor).
-    pub fn issuer_keys(&self, issuer: &str) -> Option<&IssuerKeys> {
-        self.issuers.iter().find(|i| i.issuer() == issuer)
-    }
-
     /// Who a token is, or why it is refused.
     pub async fn identify(&self, token: &str) -> Result<Identity, TokenError> {
         // The algorithm is judged by its name before anything is parsed as a key: `none` and
