@@ -23,7 +23,7 @@
 
 use crate::gate::{Gate, Metrics, RateLimiter};
 use crate::in_flight::{Bounds, InFlight};
-use crate::keys::{Access, Identity, KeyRing, Keys, Scope};
+use crate::keys::{Access, KeyRing, Keys};
 use crate::mcp::McpServer;
 use crate::oauth::metadata;
 use crate::oauth::token::Verifier;
@@ -362,7 +362,7 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next:
         )
             .into_response();
     };
-    if let Some(lacking) = needs(&bytes).into_iter().find(|a| !holds(&identity, *a)) {
+    if let Some(lacking) = needs(&bytes).into_iter().find(|a| !identity.may(*a)) {
         let settings = verifier.settings();
         let scope = settings.scope_for(lacking);
         tracing::info!(subject = %identity.name, scope, "refused: a token without the scope");
@@ -425,14 +425,4 @@ fn needs(body: &[u8]) -> Vec<Access> {
         }
     }
     needed
-}
-
-/// Whether `identity` may make a request of kind `access` at all (which agents it may touch
-/// is the gate's to check, per call).
-fn holds(identity: &Identity, access: Access) -> bool {
-    match access {
-        Access::Read => identity.reads,
-        Access::Write => identity.scope == Scope::ReadWrite,
-        Access::Model => identity.summaries,
-    }
 }

@@ -128,22 +128,31 @@ impl Identity {
                 "{this} acts for {agents}; it cannot act for agent {agent:?}"
             ));
         }
-        if access == Access::Read && !self.reads {
-            return Err(format!("{this} may not read: it has no read scope"));
+        if self.may(access) {
+            return Ok(());
         }
-        if access == Access::Write && self.scope == Scope::ReadOnly {
-            return Err(format!("{this} is read-only; the tool changes data"));
+        Err(match access {
+            Access::Read => format!("{this} may not read: it has no read scope"),
+            Access::Write => format!("{this} is read-only; the tool changes data"),
+            Access::Model => {
+                let remedy = match self.credential {
+                    Credential::Key => "ask for a key made with `keys add --summaries`",
+                    Credential::Token => "ask for a token with the summaries scope",
+                };
+                format!(
+                    "{this} may not ask for summaries, which spend the operator's model budget; {remedy}"
+                )
+            }
+        })
+    }
+
+    /// Whether it may make calls of kind `access` at all, whichever agent they are for.
+    pub fn may(&self, access: Access) -> bool {
+        match access {
+            Access::Read => self.reads,
+            Access::Write => self.scope == Scope::ReadWrite,
+            Access::Model => self.summaries,
         }
-        if access == Access::Model && !self.summaries {
-            let remedy = match self.credential {
-                Credential::Key => "ask for a key made with `keys add --summaries`",
-                Credential::Token => "ask for a token with the summaries scope",
-            };
-            return Err(format!(
-                "{this} may not ask for summaries, which spend the operator's model budget; {remedy}"
-            ));
-        }
-        Ok(())
     }
 
     /// The caller its calls in flight are counted as, for messages too (`key "ci"`): a key
