@@ -105,26 +105,26 @@ impl IssuerKeys {
     }
 
     async fn fetch(&self, state: &mut Fetched) -> Result<JwkSet, JwksError> {
-        let fail = |reason: String| JwksError::Fetch {
+        let uri = match &state.jwks_uri {
+            Some(uri) => uri.clone(),
+            None => state.jwks_uri.insert(self.discover().await?).clone(),
+        };
+        self.get_json(&uri).await.map_err(|why| self.failed(why))
+    }
+
+    /// A fetch of this issuer's that failed for `reason`.
+    fn failed(&self, reason: String) -> JwksError {
+        JwksError::Fetch {
             issuer: self.issuer.clone(),
             reason,
-        };
-        if state.jwks_uri.is_none() {
-            state.jwks_uri = Some(self.discover().await?);
         }
-        let uri = state.jwks_uri.clone().unwrap_or_default();
-        let set: JwkSet = self.get_json(&uri).await.map_err(fail)?;
-        Ok(set)
     }
 
     /// The `jwks_uri` of the issuer's metadata: RFC 8414's location first (the well-known
     /// path before the issuer's path), then OpenID Connect's (after it). The metadata must
     /// name this issuer, else it is another server's.
     async fn discover(&self) -> Result<String, JwksError> {
-        let fail = |reason: String| JwksError::Fetch {
-            issuer: self.issuer.clone(),
-            reason,
-        };
+        let fail = |reason: String| self.failed(reason);
         let parts = url(&self.issuer).map_err(|why| fail(why.into()))?;
         let places = [
             format!(

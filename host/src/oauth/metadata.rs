@@ -85,9 +85,7 @@ mod tests {
     fn the_metadata_is_found_from_the_resource_uri_and_names_the_issuers() {
         let settings = OAuthSettings {
             resource: "https://pad.example.com/team/mcp".into(),
-            authorization_servers: vec!["https://id.example.com".into()],
-            agent_claim: Some("sub".into()),
-            ..OAuthSettings::default()
+            ..crate::oauth::example()
         };
         assert_eq!(
             metadata_url(&settings),

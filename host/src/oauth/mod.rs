@@ -31,6 +31,12 @@ pub const DEFAULT_SCOPES: Scopes = Scopes {
 /// The signing algorithms accepted unless configured.
 pub const DEFAULT_ALGORITHMS: [&str; 2] = ["RS256", "ES256"];
 
+/// Seconds of clock difference allowed on `exp` and `nbf` unless configured.
+pub const DEFAULT_LEEWAY_SECONDS: u32 = 30;
+
+/// The least seconds between two fetches of an issuer's keys unless configured.
+pub const DEFAULT_JWKS_REFRESH_FLOOR_SECONDS: u32 = 60;
+
 /// The algorithms an operator may allow: asymmetric ones only. `none` would accept anyone's
 /// token, and an HS* algorithm with a public key as its secret anyone's forgery.
 pub const ALLOWED_ALGORITHMS: [&str; 9] = [
@@ -128,6 +134,19 @@ impl OAuthSettings {
             Access::Write => scopes.write,
             Access::Model => scopes.summaries,
         }
+    }
+
+    /// The clock difference allowed on `exp` and `nbf`, in seconds.
+    pub fn leeway_seconds(&self) -> u64 {
+        u64::from(self.leeway_seconds.unwrap_or(DEFAULT_LEEWAY_SECONDS))
+    }
+
+    /// The least time between two fetches of an issuer's keys.
+    pub fn jwks_refresh_floor(&self) -> std::time::Duration {
+        let seconds = self
+            .jwks_refresh_floor_seconds
+            .unwrap_or(DEFAULT_JWKS_REFRESH_FLOOR_SECONDS);
+        std::time::Duration::from_secs(u64::from(seconds))
     }
 
     /// The algorithms in force.
@@ -260,24 +279,26 @@ pub fn url(text: &str) -> Result<Url<'_>, &'static str> {
     })
 }
 
+/// Settings the unit tests start from: one issuer, the agent in `sub`.
+#[cfg(test)]
+pub(crate) fn example() -> OAuthSettings {
+    OAuthSettings {
+        resource: "https://pad.example.com/mcp".into(),
+        authorization_servers: vec!["https://id.example.com".into()],
+        agent_claim: Some("sub".into()),
+        ..OAuthSettings::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn settings() -> OAuthSettings {
-        OAuthSettings {
-            resource: "https://pad.example.com/mcp".into(),
-            authorization_servers: vec!["https://id.example.com/realms/team".into()],
-            agent_claim: Some("sub".into()),
-            ..OAuthSettings::default()
-        }
-    }
-
     #[test]
     fn settings_that_could_not_be_served_safely_are_refused_by_name() {
-        assert_eq!(settings().check(), Ok(()));
+        assert_eq!(example().check(), Ok(()));
         let refused = |change: fn(&mut OAuthSettings)| {
-            let mut s = settings();
+            let mut s = example();
             change(&mut s);
             s.check().unwrap_err().to_string()
         };

@@ -9,9 +9,8 @@ use super::jwks::{IssuerKeys, JwksError};
 use super::{OAuthSettings, Scopes};
 use crate::keys::{Credential, Identity, Scope};
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
-use std::time::Duration;
 
 /// Why a token is refused; each says which rule, never the token.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -59,8 +58,7 @@ impl Verifier {
     /// A verifier for checked `settings`.
     pub fn new(settings: OAuthSettings) -> Result<Self, String> {
         let client = super::jwks::client()?;
-        let floor =
-            Duration::from_secs(u64::from(settings.jwks_refresh_floor_seconds.unwrap_or(60)));
+        let floor = settings.jwks_refresh_floor();
         let issuers = settings
             .authorization_servers
             .iter()
@@ -78,47 +76,52 @@ impl Verifier {
     pub async fn identify(&self, token: &str) -> Result<Identity, TokenError> {
         // The algorithm is judged by its name before anything is parsed as a key: `none` and
         // HS* are refused here, whatever the key set holds.
-        let alg = token
-            .split('.')
-            .next()
-            .and_then(decode_part)
-            .and_then(|h| h.get("alg").and_then(Value::as_str).map(str::to_owned))
-            .ok_or(TokenError::Malformed)?;
-        if !self.settings.algorithms().contains(&alg.as_str()) {
-            let shown = alg
+        let mut parts = token.split('.').map(decode_part);
+        let (Some(Some(header)), Some(Some(claimed))) = (parts.next(), parts.next()) else {
+            return Err(TokenError::Malformed);
+        };
+        let text = |map: &Map<String, Value>, name: &str| {
+            map.get(name).and_then(Value::as_str).map(str::to_owned)
+        };
+        let alg_name = text(&header, "alg").ok_or(TokenError::Malformed)?;
+        if !self.settings.algorithms().contains(&alg_name.as_str()) {
+            let shown = alg_name
                 .chars()
                 .filter(char::is_ascii_alphanumeric)
                 .take(16)
                 .collect();
             return Err(TokenError::Algorithm(shown));
         }
-        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
-        let issuer = unverified_issuer(token)?;
+        let alg: Algorithm = alg_name.parse().map_err(|_| TokenError::Malformed)?;
+        // The claimed issuer only picks the keys to check with; the validation checks it again.
+        let issuer = text(&claimed, "iss").ok_or(TokenError::Claim("iss"))?;
         let keys = self
             .issuers
             .iter()
             .find(|i| i.issuer() == issuer)
             .ok_or(TokenError::Issuer)?;
-        let jwk = keys.key(header.kid.as_deref()).await.map_err(|e| match e {
-            JwksError::Unknown { .. } => TokenError::UnknownKey,
-            JwksError::Fetch { .. } => {
-                tracing::warn!(error = %e, "a token could not be checked");
-                TokenError::Unreachable
-            }
-        })?;
-        if let Some(alg) = jwk.common.key_algorithm
-            && format!("{alg:?}") != format!("{:?}", header.alg)
+        let jwk = keys
+            .key(text(&header, "kid").as_deref())
+            .await
+            .map_err(|e| match e {
+                JwksError::Unknown { .. } => TokenError::UnknownKey,
+                JwksError::Fetch { .. } => {
+                    tracing::warn!(error = %e, "a token could not be checked");
+                    TokenError::Unreachable
+                }
+            })?;
+        if let Some(key_alg) = jwk.common.key_algorithm
+            && format!("{key_alg:?}") != alg_name
         {
             return Err(TokenError::Signature);
         }
         let key = DecodingKey::from_jwk(&jwk).map_err(|_| TokenError::UnknownKey)?;
-        let mut validation = Validation::new(header.alg);
-        validation.algorithms = vec![header.alg];
+        let mut validation = Validation::new(alg);
         validation.set_issuer(&[keys.issuer()]);
         validation.set_audience(&[&self.settings.resource]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.validate_nbf = true;
-        validation.leeway = u64::from(self.settings.leeway_seconds.unwrap_or(30));
+        validation.leeway = self.settings.leeway_seconds();
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|e| match e.kind() {
                 ErrorKind::InvalidSignature | ErrorKind::InvalidAlgorithm => TokenError::Signature,
@@ -136,48 +139,13 @@ impl Verifier {
     }
 }
 
-/// The `iss` a token claims, read before its signature is checked only to pick the keys
-/// to check it with (and checked again by the validation).
-fn unverified_issuer(token: &str) -> Result<String, TokenError> {
-    let payload = token
-        .split('.')
-        .nth(1)
-        .and_then(decode_part)
-        .ok_or(TokenError::Malformed)?;
-    payload
-        .get("iss")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or(TokenError::Claim("iss"))
-}
-
 /// One base64url part of a JWT, as a JSON object.
 fn decode_part(part: &str) -> Option<Map<String, Value>> {
-    let bytes = base64url(part)?;
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .ok()?;
     serde_json::from_slice(&bytes).ok()
-}
-
-/// Unpadded base64url, as JWTs encode their parts.
-fn base64url(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'-' => Some(62),
-        b'_' => Some(63),
-        _ => None,
-    };
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in text.bytes() {
-        acc = (acc << 6) | u32::from(value(c)?);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
 }
 
 /// The identity a verified token's claims give: its subject, its agents (the agent claim's
@@ -262,8 +230,6 @@ mod tests {
     #[test]
     fn claims_name_the_agents_and_scopes_decide_what_a_token_may_do() {
         let settings = OAuthSettings {
-            resource: "https://pad.example.com/mcp".into(),
-            authorization_servers: vec!["https://id.example.com".into()],
             agent_claim: Some("agent".into()),
             groups_claim: Some("groups".into()),
             grants: vec![
@@ -278,7 +244,7 @@ mod tests {
                     agents: vec!["shared".into(), "notes".into()],
                 },
             ],
-            ..OAuthSettings::default()
+            ..crate::oauth::example()
         };
         let claims = |v: Value| v.as_object().unwrap().clone();
         let who = identity(
@@ -324,11 +290,8 @@ mod tests {
     }
 
     #[test]
-    fn base64url_decodes_unpadded_parts() {
-        assert_eq!(
-            base64url("eyJhbGciOiJub25lIn0").unwrap(),
-            br#"{"alg":"none"}"#
-        );
-        assert!(base64url("not base64!").is_none());
+    fn parts_decode_from_unpadded_base64url() {
+        assert_eq!(decode_part("eyJhbGciOiJub25lIn0").unwrap()["alg"], "none");
+        assert!(decode_part("not base64!").is_none());
     }
 }
