@@ -11,6 +11,7 @@
 //! - [`summariser`]: Claude over the Anthropic Messages API.
 //! - [`service`]: one tool call, start to finish, as one transaction, through the guest's
 //!   `json` export (the tool surface is the guest crate's `json` module).
+//! - [`writers`]: one write call per agent at a time in this process.
 //! - [`answer`]: what the host checks of a guest's JSON answer before it commits.
 //! - [`mcp`]: the MCP server (rmcp), over stdio or HTTP.
 //! - [`http`]: hosted mode: Streamable HTTP, `/health`, `/metrics`, bearer keys.
@@ -40,6 +41,7 @@ pub mod settings;
 pub mod standalone;
 pub mod storage;
 pub mod summariser;
+pub mod writers;
 
 pub use service::{CallError, Service};
 pub use settings::Settings;

@@ -9,8 +9,9 @@ use crate::bindings::{LimitOverrides, NO_OVERRIDES, ToolError};
 use crate::gate::{Allowance, Rate};
 use crate::imports::CallState;
 use crate::sandbox::{Sandbox, SandboxError};
-use crate::storage::{Backend, Mode};
+use crate::storage::{Backend, Mode, StoreError, Txn};
 use crate::summariser::SummaryModel;
+use crate::writers::Writers;
 /// The tools, as the guest crate defines them (linked natively).
 pub use scratchpad_guest::json::ToolName;
 use scratchpad_guest::{FileMeta, StorageError};
@@ -76,6 +77,8 @@ pub struct Service {
     backend: Box<dyn Backend>,
     model: Arc<dyn SummaryModel>,
     limits: LimitOverrides,
+    /// Queues one agent's write calls, so that they do not make each other run again.
+    writers: Writers,
 }
 
 impl Service {
@@ -86,6 +89,7 @@ impl Service {
             backend,
             model,
             limits: NO_OVERRIDES,
+            writers: Writers::default(),
         }
     }
 
@@ -131,8 +135,9 @@ impl Service {
         result
     }
 
-    /// Runs one call of the guest's `json` export in its own transaction: committed only when
-    /// the guest answered, saw no storage failure, and its answer passed [`answer::check`].
+    /// Runs one call: a write call waits for its agent's turn in this process (see
+    /// [`Writers`]), and runs again, [`ATTEMPTS`] times at most, while its store finds that
+    /// another process changed the agent's data under it ([`Txn::conflicted`]); the last run holds the write lock from its start.
     fn run(&self, tool: ToolName, args: &Map<String, Value>) -> Result<Value, CallError> {
         // A tool that changes nothing the agent can see runs without the write lock.
         let mode = if tool.hints().read_only {
@@ -141,28 +146,71 @@ impl Service {
             Mode::Write
         };
         let agent = agent_of(args);
+        let _turn = (mode == Mode::Write).then(|| self.writers.turn(agent));
         let arguments = serde_json::to_string(args).unwrap_or_default();
-        let txn = self
-            .backend
-            .begin(mode, self.limits)
-            .map_err(|e| CallError::Storage(e.into()))?;
+        for _ in 1..ATTEMPTS {
+            let begin = || self.backend.begin(mode, self.limits);
+            if let Attempt::Done(result) = self.attempt(tool, args, &arguments, begin) {
+                return result;
+            }
+        }
+        // The last run holds the write lock from the start: it cannot conflict.
+        let begin = || self.backend.begin_locked(self.limits);
+        match self.attempt(tool, args, &arguments, begin) {
+            Attempt::Done(result) => result,
+            Attempt::Conflicted => Err(CallError::Storage(StorageError::Busy)),
+        }
+    }
+
+    /// One run of the guest's `json` export in its own transaction: committed only when the
+    /// guest answered, saw no storage failure, and its answer passed [`answer::check`].
+    fn attempt(
+        &self,
+        tool: ToolName,
+        args: &Map<String, Value>,
+        arguments: &str,
+        begin: impl FnOnce() -> Result<Box<dyn Txn>, StoreError>,
+    ) -> Attempt {
+        let agent = agent_of(args);
+        let txn = match begin() {
+            Ok(txn) => txn,
+            Err(e) => return Attempt::Done(Err(CallError::Storage(e.into()))),
+        };
         let state = CallState::new(agent, txn, Arc::clone(&self.model));
         let (answer, state) = self.sandbox.run(state, |instance, store| {
             instance
                 .scratchpad_mcp_json()
-                .call_call(store, tool.as_str(), &arguments)
+                .call_call(store, tool.as_str(), arguments)
         });
         let (txn, failure) = state.finish();
-        let answer = answer.map_err(CallError::Sandbox)?;
-        if let Some(failure) = failure {
-            return Err(CallError::Storage(failure));
+        if txn.conflicted() {
+            return Attempt::Conflicted;
         }
-        let text = answer.map_err(CallError::from)?;
-        let json: Value = serde_json::from_str(&text)
-            .map_err(|_| CallError::Guest("an answer that is not JSON".into()))?;
-        answer::check(tool, args, &json).map_err(CallError::Guest)?;
-        txn.commit(agent)
-            .map_err(|e| CallError::Storage(e.into()))?;
-        Ok(json)
+        let finish = || {
+            let answer = answer.map_err(CallError::Sandbox)?;
+            if let Some(failure) = failure {
+                return Err(CallError::Storage(failure));
+            }
+            let text = answer.map_err(CallError::from)?;
+            let json: Value = serde_json::from_str(&text)
+                .map_err(|_| CallError::Guest("an answer that is not JSON".into()))?;
+            answer::check(tool, args, &json).map_err(CallError::Guest)?;
+            txn.commit(agent)
+                .map_err(|e| CallError::Storage(e.into()))?;
+            Ok(json)
+        };
+        Attempt::Done(finish())
     }
+}
+
+/// How often a write call runs at most when other processes keep changing its agent's data
+/// under it: the last run waits for the write lock before it reads.
+const ATTEMPTS: usize = 3;
+
+/// How one run of a call ended.
+enum Attempt {
+    /// With the call's result.
+    Done(Result<Value, CallError>),
+    /// Its store found that what it read had changed: it wrote nothing, and runs again.
+    Conflicted,
 }

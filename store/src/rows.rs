@@ -22,25 +22,44 @@ pub struct Tally {
     pub log_entries: i64,
     /// Tool calls that succeeded.
     pub operations: i64,
+    /// Commits of write calls that changed the agent's rows: its generation. A write call
+    /// that read the agent's data before it took the write lock compares the generation it
+    /// read with the one under the lock, so it never writes from a stale read. Counting
+    /// operations, and caching a summary (which no write call reads), leave it as it is. The
+    /// self-contained component leaves it too: it holds the file exclusively while open, so
+    /// no other process reads across its writes.
+    pub changes: i64,
 }
 
 /// Adds `change` to `agent`'s counters, creating its row on first use.
 pub fn count(conn: &Connection, agent: &str, change: Tally) -> Result<(), Error> {
     conn.prepare_cached(
-        "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-         VALUES (?1, ?2, ?3, ?4, ?5)
+        "INSERT INTO agents
+           (agent_id, total_bytes, file_count, log_entry_count, total_operations, generation)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (agent_id) DO UPDATE SET
            total_bytes = total_bytes + ?2, file_count = file_count + ?3,
-           log_entry_count = log_entry_count + ?4, total_operations = total_operations + ?5",
+           log_entry_count = log_entry_count + ?4, total_operations = total_operations + ?5,
+           generation = generation + ?6",
     )?
     .execute(params![
         agent,
         change.bytes,
         change.files,
         change.log_entries,
-        change.operations
+        change.operations,
+        change.changes
     ])?;
     Ok(())
+}
+
+/// The agent's generation (0 before its first change): see [`Tally::changes`].
+pub fn generation(conn: &Connection, agent: &str) -> Result<i64, Error> {
+    let found = conn
+        .prepare_cached("SELECT generation FROM agents WHERE agent_id = ?1")?
+        .query_row([agent], |r| r.get(0))
+        .optional()?;
+    Ok(found.unwrap_or(0))
 }
 
 /// What the `files` row of a path ever written holds.

@@ -5,8 +5,9 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// The schema version this code writes; a newer file is refused rather than misread.
 /// 2 added the search index and the `logs` table; 3 the hash of each version's content; 4
-/// gave each agent an index table of its own.
-pub const SCHEMA_VERSION: i64 = 4;
+/// gave each agent an index table of its own; 5 each agent's generation (see
+/// [`rows::Tally::changes`](crate::rows::Tally::changes)).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Files, versions, log entries, summaries and the agents' counters. The search index and
 /// the per-log rows are in [`index::SCHEMA`] and [`logs::SCHEMA`].
@@ -16,7 +17,9 @@ CREATE TABLE IF NOT EXISTS agents (
     total_bytes      INTEGER NOT NULL DEFAULT 0,
     file_count       INTEGER NOT NULL DEFAULT 0,
     log_entry_count  INTEGER NOT NULL DEFAULT 0,
-    total_operations INTEGER NOT NULL DEFAULT 0
+    total_operations INTEGER NOT NULL DEFAULT 0,
+    -- Moves on with every write call that changes the agent's rows (see rows::Tally).
+    generation       INTEGER NOT NULL DEFAULT 0
 );
 -- One row per path ever written; a deleted file keeps its row (current_version NULL) so
 -- that its version numbers never repeat.
@@ -72,18 +75,17 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
         return Ok(());
     }
     tx.execute_batch(&format!("{SCHEMA} {} {}", index::SCHEMA, logs::SCHEMA))?;
+    if (1..5).contains(&found) && !has_column(&tx, "agents", "generation")? {
+        // Before the steps below, whose statements count into it.
+        tx.execute_batch("ALTER TABLE agents ADD COLUMN generation INTEGER NOT NULL DEFAULT 0")?;
+    }
     if found == 1 {
         logs::backfill(&tx, None)?;
     }
     if (1..3).contains(&found) {
         // Versions written before hashes were kept get theirs from the content as it is now:
         // damage from before this upgrade cannot be told apart, damage after it can.
-        let hashed: bool = tx.query_row(
-            "SELECT count(*) > 0 FROM pragma_table_info('versions') WHERE name = 'sha256'",
-            [],
-            |r| r.get(0),
-        )?;
-        if !hashed {
+        if !has_column(&tx, "versions", "sha256")? {
             tx.execute_batch("ALTER TABLE versions ADD COLUMN sha256 TEXT NOT NULL DEFAULT ''")?;
         }
         backfill_hashes(&tx)?;
@@ -95,6 +97,15 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(tx.commit()?)
+}
+
+/// Whether `table` has `column` (a store a newer build wrote and an older one marked down).
+fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool, Error> {
+    Ok(conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |r| r.get(0),
+    )?)
 }
 
 /// Gives every version stored without a hash the hash of its content, a few hundred

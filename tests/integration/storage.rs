@@ -269,3 +269,99 @@ fn a_damaged_store_gives_every_tool_an_error_without_sql_or_server_detail() {
         "every other tool needs a table that is gone: {answered:?}"
     );
 }
+
+/// The arguments of an edit that keeps the guest busy for a long while: `n` text edits that
+/// swap a marker back and forth in a file of some thousands of lines (at version 1).
+fn long_edit(agent: &str, path: &str, n: usize) -> serde_json::Value {
+    let edits: Vec<_> = (0..n)
+        .map(|i| match i % 2 {
+            0 => json!({ "old": "MARK-A", "new": "MARK-B" }),
+            _ => json!({ "old": "MARK-B", "new": "MARK-A" }),
+        })
+        .collect();
+    json!({ "agent_id": agent, "path": path, "base_version": 1, "edits": edits })
+}
+
+/// A file for [`long_edit`]: every edit scans and copies all of it.
+fn long_file() -> String {
+    let mut content: String = (0..4000)
+        .map(|i| format!("line {i} of a long file\n"))
+        .collect();
+    content.push_str("MARK-A\n");
+    content
+}
+
+/// The p-th percentile of `waits`.
+fn percentile(waits: &mut [Duration], p: usize) -> Duration {
+    waits.sort();
+    waits[(waits.len() * p / 100).min(waits.len() - 1)]
+}
+
+/// One agent's heaviest legal write (an edit of thousands of steps) does its work before it
+/// takes the write lock: another agent's writes are answered while it runs, not after it.
+#[test]
+fn another_agents_writes_go_on_while_one_agent_edits_at_length() {
+    let s = Scratch::new();
+    s.write("heavy", "big.md", &long_file());
+    s.write("light", "note.md", "0");
+    let running = std::sync::atomic::AtomicBool::new(true);
+    let (took, edited, mut waits) = std::thread::scope(|t| {
+        let heavy = t.spawn(|| {
+            let started = Instant::now();
+            let edited = s.ok("edit_file", long_edit("heavy", "big.md", 20_001));
+            running.store(false, std::sync::atomic::Ordering::SeqCst);
+            (started.elapsed(), edited)
+        });
+        let mut waits = Vec::new();
+        while running.load(std::sync::atomic::Ordering::SeqCst) {
+            let started = Instant::now();
+            s.write("light", "note.md", &waits.len().to_string());
+            waits.push(started.elapsed());
+        }
+        let (took, edited) = heavy.join().unwrap();
+        (took, edited, waits)
+    });
+    assert_eq!(edited["version"], 2);
+    let (p50, p99) = (percentile(&mut waits, 50), percentile(&mut waits, 99));
+    println!(
+        "a 20,001-step edit took {took:?}; meanwhile {} writes of another agent, p50 {p50:?}, p99 {p99:?}",
+        waits.len()
+    );
+    // Before, the other agent's first write waited for the whole edit, and was its only one.
+    assert!(waits.len() >= 10, "{} writes during {took:?}", waits.len());
+    assert!(
+        waits.iter().max().unwrap() < &(took / 2),
+        "{waits:?} during {took:?}"
+    );
+}
+
+/// A write call of another process that changes an agent's data while one of this
+/// process's write calls works on it makes that call run again on what is now there: it
+/// never writes from what it read before (here, the edit's base version is gone).
+#[test]
+fn a_write_call_whose_data_another_process_changed_runs_again_on_the_new_data() {
+    let s = Scratch::new();
+    s.write("a", "big.md", &long_file());
+    let other = s.another_instance();
+    let args = |v: serde_json::Value| v.as_object().unwrap().clone();
+    let (edit, rewrote) = std::thread::scope(|t| {
+        let edit = t.spawn(|| s.call("edit_file", long_edit("a", "big.md", 20_001)));
+        std::thread::sleep(Duration::from_millis(300));
+        let rewrote = other
+            .call(
+                "write_file",
+                args(json!({ "agent_id": "a", "path": "big.md", "content": "replaced" })),
+            )
+            .unwrap();
+        (edit.join().unwrap(), rewrote)
+    });
+    assert_eq!(rewrote["version"], 2);
+    assert_eq!(
+        edit.unwrap_err(),
+        "conflict: \"big.md\" is at version 2, but the call expected version 1; read it again and retry"
+    );
+    assert_eq!(
+        s.ok("read_file", json!({ "agent_id": "a", "path": "big.md" }))["content"],
+        "replaced"
+    );
+}

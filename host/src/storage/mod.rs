@@ -32,7 +32,8 @@ use scratchpad_guest::{FileMeta, LimitOverrides, Storage, StorageError};
 pub enum Mode {
     /// Only reads: no write lock is taken, and the commit pays no fsync.
     Read,
-    /// Writes: the write lock is taken at the start, and the commit is durable.
+    /// Writes: no other call changes the agent's data between the call's first read and its
+    /// commit, and the commit is durable.
     Write,
 }
 
@@ -96,6 +97,10 @@ pub enum StoreError {
     /// a database) are for the operator, never for a caller.
     #[error("cannot connect to PostgreSQL: {0}")]
     Unreachable(String),
+    /// Another process changed the agent's data after the call read it and before it could
+    /// take the write lock: nothing was written, and the call runs again.
+    #[error("another process changed this agent's data during the call")]
+    Stale,
     /// The database file is damaged: SQLite cannot read it as a database.
     #[error("the store's file is damaged: SQLite cannot read it as a database")]
     Damaged,
@@ -119,7 +124,7 @@ impl StoreError {
 impl From<StoreError> for StorageError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Busy(_) => StorageError::Busy,
+            StoreError::Busy(_) | StoreError::Stale => StorageError::Busy,
             StoreError::Full => StorageError::Full,
             StoreError::ReadOnly => StorageError::ReadOnly,
             StoreError::Refused(m) => StorageError::Refused(m),
@@ -143,6 +148,12 @@ impl From<StoreError> for StorageError {
 pub trait Backend: Send + Sync {
     /// Starts the transaction of one tool call, whose `limits` are the operator's.
     fn begin(&self, mode: Mode, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError>;
+    /// Starts a write call that must not conflict again: the last run of one that did (see
+    /// [`Txn::conflicted`]). A backend that takes its write lock late takes it at once here.
+    /// By default, as [`Backend::begin`] does.
+    fn begin_locked(&self, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError> {
+        self.begin(Mode::Write, limits)
+    }
     /// Existing files of `agents` (every agent when none), after `after` (agent, path) in
     /// (agent, path) order, at most `limit`: what a caller can attach as MCP resources.
     fn all_files(
@@ -170,6 +181,14 @@ pub trait Txn: Storage + Send {
     /// lend one again for the call's next statement. By default, nothing.
     fn pause(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// Whether the call must run again from the start: it read data that another process
+    /// changed before the call could take the write lock, so it wrote nothing and stopped
+    /// (its guest saw "busy"). Backends that lock before a write call's first read never
+    /// ask. By default, never.
+    fn conflicted(&self) -> bool {
+        false
     }
 }
 

@@ -1,9 +1,14 @@
 //! The embedded default backend: one SQLite file in WAL mode.
 //!
 //! Why it is shaped this way:
-//! - Write calls run in `BEGIN IMMEDIATE`, so two processes never both read a file's last
-//!   version and both write the next one; the writer that waits does so for at most
-//!   [`BUSY_TIMEOUT`] and then gets a "busy, retry" error, never a raw SQLite message.
+//! - A write call reads without the write lock and takes it (`BEGIN IMMEDIATE`) only before
+//!   its first change, so its work (an edit's thousands of steps, the checks of a large
+//!   write) never holds up another agent's writes. Under the lock it compares its agent's
+//!   generation with the one it read: when another process changed the agent's rows
+//!   meanwhile, nothing is written and the call runs again ([`Txn::conflicted`]). So two
+//!   processes never both read a file's last version and both write the next one; a writer
+//!   that waits for the lock does so for at most [`BUSY_TIMEOUT`] and then gets a "busy,
+//!   retry" error, never a raw SQLite message.
 //! - `synchronous = FULL`: a write is on disk when its call answers. A read call counts its
 //!   operation afterwards in a tiny write with `synchronous = NORMAL` that does not wait for
 //!   the lock: when the store cannot take it (another writer, a full disk, a read-only file)
@@ -51,7 +56,7 @@ use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageErro
 use scratchpad_store::rows::{self, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
 use scratchpad_store::{NOW, index, logs};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -120,6 +125,32 @@ impl Sqlite {
         pooled.map_or_else(|| self.connect(), Ok)
     }
 
+    /// A call's transaction, holding the write lock from the start when `locked`.
+    fn start(
+        &self,
+        mode: Mode,
+        locked: bool,
+        limits: LimitOverrides,
+    ) -> Result<Box<dyn Txn>, StoreError> {
+        let conn = self.take()?;
+        let begin = if locked {
+            "BEGIN IMMEDIATE"
+        } else {
+            "BEGIN DEFERRED"
+        };
+        conn.execute_batch(begin).map_err(map_err)?;
+        Ok(Box::new(SqliteTxn {
+            conn: Some(conn),
+            mode,
+            writing: Cell::new(locked),
+            stale: Cell::new(false),
+            limits,
+            pending_summaries: RefCell::default(),
+            home: Arc::clone(&self.pool),
+            uncounted: Arc::clone(&self.uncounted),
+        }))
+    }
+
     /// Reads an export in one write transaction; see [`transfer`](self) for the rules.
     /// Returns the agent imported and what it held.
     pub fn import(
@@ -164,20 +195,12 @@ fn give_back(pool: &Mutex<Vec<Connection>>, conn: Connection) {
 
 impl Backend for Sqlite {
     fn begin(&self, mode: Mode, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError> {
-        let conn = self.take()?;
-        let begin = match mode {
-            Mode::Read => "BEGIN DEFERRED",
-            Mode::Write => "BEGIN IMMEDIATE",
-        };
-        conn.execute_batch(begin).map_err(map_err)?;
-        Ok(Box::new(SqliteTxn {
-            conn: Some(conn),
-            mode,
-            limits,
-            pending_summaries: RefCell::default(),
-            home: Arc::clone(&self.pool),
-            uncounted: Arc::clone(&self.uncounted),
-        }))
+        // Every call starts as a read; a write call takes the lock before its first change.
+        self.start(mode, false, limits)
+    }
+
+    fn begin_locked(&self, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError> {
+        self.start(Mode::Write, true, limits)
     }
 
     fn all_files(
@@ -221,6 +244,10 @@ struct SqliteTxn {
     /// Always `Some` until commit or drop take it.
     conn: Option<Connection>,
     mode: Mode,
+    /// The write lock is held: the call has made (or is making) its first change.
+    writing: Cell<bool>,
+    /// Another process changed the agent's rows between this call's reads and its lock.
+    stale: Cell<bool>,
     limits: LimitOverrides,
     pending_summaries: RefCell<Vec<PendingSummary>>,
     home: Arc<Mutex<Vec<Connection>>>,
@@ -234,14 +261,47 @@ impl SqliteTxn {
             .expect("connection held until commit or drop")
     }
 
-    fn writable(&self, what: &str) -> Result<(), StoreError> {
-        self.mode.allows_writes(what)
+    /// Refuses `what`, a change, in a read call; takes the write lock before a write call's
+    /// first change.
+    fn writable(&self, agent: &str, what: &str) -> Result<(), StoreError> {
+        self.mode.allows_writes(what)?;
+        if self.stale.get() {
+            return Err(StoreError::Stale);
+        }
+        if !self.writing.get() {
+            self.take_write_lock(agent)?;
+        }
+        Ok(())
     }
 
-    /// Adds one operation (and the counts owed by earlier reads) for `agent`.
-    fn count_operations(&self, agent: &str, operations: i64) -> Result<(), StoreError> {
+    /// Ends the call's read snapshot and begins a write transaction (waiting at most
+    /// [`BUSY_TIMEOUT`] for the lock). What the call read of `agent` is still true when its
+    /// generation did not move in between; when it did, nothing is written, the lock is let
+    /// go at once, and the call is marked to run again.
+    fn take_write_lock(&self, agent: &str) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let read = rows::generation(conn, agent)?;
+        conn.execute_batch("COMMIT; BEGIN IMMEDIATE")
+            .map_err(map_err)?;
+        if rows::generation(conn, agent)? != read {
+            self.stale.set(true);
+            conn.execute_batch("ROLLBACK").map_err(map_err)?;
+            return Err(StoreError::Stale);
+        }
+        self.writing.set(true);
+        Ok(())
+    }
+
+    /// Adds `operations` for `agent`, and `changes` to its generation.
+    fn count_operations(
+        &self,
+        agent: &str,
+        operations: i64,
+        changes: i64,
+    ) -> Result<(), StoreError> {
         let change = Change {
             operations,
+            changes,
             ..Change::default()
         };
         Ok(rows::count(self.conn(), agent, change)?)
@@ -276,7 +336,7 @@ impl SqliteTxn {
         version: u64,
         content: &str,
     ) -> Result<(), StoreError> {
-        self.writable("put-version")?;
+        self.writable(agent, "put-version")?;
         let row = rows::file_row(self.conn(), agent, path)?;
         let (last, existed) = row.map_or((0, false), |r| (r.last_version, r.current.is_some()));
         check_new_version(path, version, last).map_err(refused)?;
@@ -291,7 +351,7 @@ impl SqliteTxn {
     }
 
     fn prune_versions(&self, agent: &str, path: &str, keep_from: u64) -> Result<(), StoreError> {
-        self.writable("prune-versions")?;
+        self.writable(agent, "prune-versions")?;
         let row = rows::file_row(self.conn(), agent, path)?;
         check_prune(path, keep_from, row.and_then(|r| r.current)).map_err(refused)?;
         match row {
@@ -301,7 +361,7 @@ impl SqliteTxn {
     }
 
     fn delete_file(&self, agent: &str, path: &str) -> Result<bool, StoreError> {
-        self.writable("delete-file")?;
+        self.writable(agent, "delete-file")?;
         Ok(rows::delete_file(self.conn(), agent, path)?)
     }
 
@@ -316,7 +376,7 @@ impl SqliteTxn {
         entry: &LogValue,
         bytes: u64,
     ) -> Result<u64, StoreError> {
-        self.writable("append-log")?;
+        self.writable(agent, "append-log")?;
         let (is_text, body) = check_log_bytes(entry, bytes).map_err(refused)?;
         Ok(rows::append_log(self.conn(), agent, path, is_text, body)?)
     }
@@ -363,7 +423,7 @@ impl SqliteTxn {
         path: &str,
         retention: Retention,
     ) -> Result<(), StoreError> {
-        self.writable("set-log-retention")?;
+        self.writable(agent, "set-log-retention")?;
         Ok(logs::set_retention(self.conn(), agent, path, retention)?)
     }
 
@@ -374,7 +434,7 @@ impl SqliteTxn {
         before: u64,
         older_than_seconds: Option<u64>,
     ) -> Result<u64, StoreError> {
-        self.writable("trim-log")?;
+        self.writable(agent, "trim-log")?;
         Ok(rows::trim_log(
             self.conn(),
             agent,
@@ -417,6 +477,7 @@ impl SqliteTxn {
             self.pending_summaries.borrow_mut().push(summary);
             return Ok(());
         }
+        self.writable(agent, "put-summary")?;
         let kept = self.store_summary(&summary)?;
         check_summary_kept(path, version, kept).map_err(refused)
     }
@@ -424,11 +485,14 @@ impl SqliteTxn {
 
 impl Txn for SqliteTxn {
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
-        if self.mode == Mode::Write {
-            return self.count_and_commit(agent);
+        if self.stale.get() {
+            return Err(StoreError::Stale);
         }
-        // The read is done: end its snapshot. Counting it (and caching a summary) is
-        // bookkeeping that must not fail the answer.
+        if self.writing.get() {
+            return self.count_and_commit(agent, 1);
+        }
+        // A read, or a write call that changed nothing: end its snapshot. Counting it (and
+        // caching a summary) is bookkeeping that must not fail the answer.
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
         let summaries = self.pending_summaries.take();
         if let Err(e) = self.count_after_read(agent, &summaries) {
@@ -440,11 +504,16 @@ impl Txn for SqliteTxn {
         }
         Ok(())
     }
+
+    fn conflicted(&self) -> bool {
+        self.stale.get()
+    }
 }
 
 impl SqliteTxn {
     /// After a read: stores its summaries (worth a wait and an fsync) and counts it (worth
-    /// neither), in one short write transaction.
+    /// neither), in one short write transaction. The agent's generation stays: no write call
+    /// reads a summary, so a read's summary must not make one run again.
     fn count_after_read(
         &self,
         agent: &str,
@@ -467,21 +536,22 @@ impl SqliteTxn {
                     .iter()
                     .try_for_each(|s| self.store_summary(s).map(drop))
             })
-            .and_then(|()| self.count_and_commit(agent));
+            .and_then(|()| self.count_and_commit(agent, 0));
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
         result
     }
 
-    /// Counts one operation for `agent`, and every count kept back, then commits.
-    fn count_and_commit(&self, agent: &str) -> Result<(), StoreError> {
+    /// Counts one operation for `agent` (and `changes` to its generation), and every count
+    /// kept back, then commits.
+    fn count_and_commit(&self, agent: &str, changes: i64) -> Result<(), StoreError> {
         let owed: Vec<(String, u64)> = locked(&self.uncounted)
             .iter()
             .map(|(a, n)| (a.clone(), *n))
             .collect();
         for (owed_agent, n) in &owed {
-            self.count_operations(owed_agent, super::to_i64(*n)?)?;
+            self.count_operations(owed_agent, super::to_i64(*n)?, 0)?;
         }
-        self.count_operations(agent, 1)?;
+        self.count_operations(agent, 1, changes)?;
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
         let mut uncounted = locked(&self.uncounted);
         for (owed_agent, n) in owed {
@@ -548,10 +618,59 @@ mod tests {
         assert_eq!(pooled_sync(&store), [2]);
         // A read whose count failed (the lock was taken) also gives its connection back durable.
         let held = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+        held.put_version(&a, &FilePath::parse("f").unwrap(), 1, "x")
+            .unwrap();
         let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
         read.get_usage(&a).unwrap();
         read.commit("a").unwrap();
         drop(held);
         assert_eq!(pooled_sync(&store), [2, 2]);
+    }
+
+    /// A write call reads without the lock. Another agent's commit in between leaves what it
+    /// read true, so it writes; a commit of its own agent's rows does not, so it writes
+    /// nothing, lets the lock go and asks to run again.
+    #[test]
+    fn a_write_call_writes_only_what_it_read_is_still_true() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Sqlite::open(&dir.path().join("s.db")).unwrap();
+        let (a, b) = (AgentId::parse("a").unwrap(), AgentId::parse("b").unwrap());
+        let f = FilePath::parse("f").unwrap();
+        let write = |agent: &AgentId, version: u64, content: &str| {
+            let txn = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+            txn.put_version(agent, &f, version, content).unwrap();
+            txn.commit(agent.as_str()).unwrap();
+        };
+        write(&a, 1, "one");
+
+        let call = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+        assert_eq!(call.stat_file(&a, &f).unwrap().unwrap().last_version, 1);
+        write(&b, 1, "b's, while a's call works");
+        call.put_version(&a, &f, 2, "two").unwrap();
+        assert!(!call.conflicted());
+        call.commit("a").unwrap();
+
+        let call = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+        assert_eq!(call.stat_file(&a, &f).unwrap().unwrap().last_version, 2);
+        write(&a, 3, "another process's three");
+        let e = call.put_version(&a, &f, 3, "mine").unwrap_err();
+        assert!(matches!(e, StorageError::Busy), "{e:?}");
+        assert!(call.conflicted());
+        write(&b, 2, "the lock was let go at once");
+        assert!(call.commit("a").is_err(), "a stale call never commits");
+
+        let check = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
+        assert_eq!(
+            check.read_version(&a, &f, 3).unwrap().as_deref(),
+            Some("another process's three")
+        );
+
+        // The last run of a call that conflicted holds the lock before it reads.
+        let last = store.begin_locked(NO_OVERRIDES).unwrap();
+        let other = Connection::open(dir.path().join("s.db")).unwrap();
+        other.busy_timeout(Duration::ZERO).unwrap();
+        assert!(other.execute_batch("BEGIN IMMEDIATE").is_err(), "locked");
+        drop(last);
+        other.execute_batch("BEGIN IMMEDIATE; ROLLBACK").unwrap();
     }
 }

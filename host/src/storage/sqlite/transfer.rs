@@ -25,6 +25,7 @@ use scratchpad_guest::Quotas;
 use scratchpad_guest::names::{AgentId, FilePath};
 use scratchpad_guest::ports::content_hash;
 use scratchpad_guest::tools::{check_entry_size, check_size};
+use scratchpad_store::rows;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 
@@ -675,6 +676,9 @@ pub fn import(
             |r| r.get(0),
         )
         .map_err(map_err)?;
+    // The agent's rows change wholesale: its generation moves on (never back to 0), so a
+    // write call that read them before this import does not write from that read.
+    let generation = rows::generation(&tx, &agent).map_err(StoreError::from)? + 1;
     if has_data {
         if !replace {
             return Err(ImportError::Exists(agent));
@@ -753,12 +757,13 @@ pub fn import(
     }
     tx.execute(
         &format!(
-            "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+            "INSERT INTO agents
+               (agent_id, total_bytes, file_count, log_entry_count, total_operations, generation)
              SELECT ?1, ifnull(max(total_bytes), 0), ifnull(max(file_count), 0),
-                    ifnull(max(log_entry_count), 0), ?2
+                    ifnull(max(log_entry_count), 0), ?2, ?3
              FROM ({COUNTED}) WHERE agent_id = ?1"
         ),
-        params![agent, to_i64(total_operations)?],
+        params![agent, to_i64(total_operations)?, generation],
     )
     .map_err(map_err)?;
     tx.commit().map_err(map_err)?;
