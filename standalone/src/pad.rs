@@ -18,6 +18,7 @@
 use crate::lease::{Folder, LEASE, Lease, LeaseError};
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_guest::{LimitOverrides, StorageError, ToolError};
+use scratchpad_store::index;
 use scratchpad_store::rows::{self, Tally};
 use scratchpad_store::rusqlite::{Connection, OpenFlags};
 use scratchpad_store::schema::migrate;
@@ -43,6 +44,8 @@ pub enum OpenError {
 /// An open store.
 pub struct Pad<F: Folder> {
     conn: Connection,
+    /// The search index, a file of its own beside the store (`scratchpad.db-search`).
+    index: Connection,
     lease: Lease<F>,
     limits: LimitOverrides,
     /// Read calls not yet written to the counters, per agent: written with the next call
@@ -56,26 +59,31 @@ impl<F: Folder> Pad<F> {
     /// the lease.
     pub fn open(folder: &Path, files: F, token: u64) -> Result<Self, OpenError> {
         let lease = Lease::take(files, token, LEASE)?;
-        let open = || -> Result<Connection, scratchpad_store::Error> {
-            // SQLite's WASI build locks with a lock folder that a killed process leaves
-            // behind for good; the lease does the locking instead.
-            let conn = Connection::open_with_flags_and_vfs(
-                folder.join(DB_FILE),
-                OpenFlags::default(),
-                "unix-none",
-            )?;
-            conn.execute_batch(
+        // SQLite's WASI build locks with a lock folder that a killed process leaves behind
+        // for good; the lease does the locking instead.
+        let connect = |path: &Path, synchronous: &str| {
+            let conn =
+                Connection::open_with_flags_and_vfs(path, OpenFlags::default(), "unix-none")?;
+            conn.execute_batch(&format!(
                 "PRAGMA locking_mode = EXCLUSIVE;
                  PRAGMA journal_mode = DELETE;
-                 PRAGMA synchronous = FULL;",
-            )?;
+                 PRAGMA synchronous = {synchronous};"
+            ))?;
             conn.set_prepared_statement_cache_capacity(32);
+            Ok::<_, scratchpad_store::Error>(conn)
+        };
+        let store = folder.join(DB_FILE);
+        let open = || -> Result<(Connection, Connection), scratchpad_store::Error> {
+            let conn = connect(&store, "FULL")?;
             migrate(&conn)?;
-            Ok(conn)
+            // The index is a cache of the store: a crash may lose its last catch-up only.
+            let index = index::open(&store, |path| connect(path, "NORMAL"))?;
+            Ok((conn, index))
         };
         match open() {
-            Ok(conn) => Ok(Self {
+            Ok((conn, index)) => Ok(Self {
                 conn,
+                index,
                 lease,
                 limits: NO_OVERRIDES,
                 uncounted: RefCell::default(),
@@ -107,7 +115,7 @@ impl<F: Folder> Pad<F> {
         let before = self.conn.total_changes();
         let answer = {
             let uncounted = self.uncounted.borrow();
-            run(&Tx::new(&self.conn, self.limits, &uncounted))
+            run(&Tx::new(&self.conn, &self.index, self.limits, &uncounted))
         };
         let answer = answer.and_then(|answer| {
             let wrote = self.conn.total_changes() != before;
@@ -168,6 +176,7 @@ impl<F: Folder> Pad<F> {
             }
         }
         drop(self.conn);
+        drop(self.index);
         self.lease.release();
     }
 }

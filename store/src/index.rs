@@ -1,4 +1,18 @@
-//! The full-text index behind `search`: SQLite FTS5, ranked by BM25.
+//! The full-text index behind `search`: SQLite FTS5, ranked by BM25, in a file of its own
+//! beside the store (`<store>-search`), brought up to date by the search that needs it.
+//!
+//! Why a file of its own, filled lazily: indexing is most of what a write costs (a 1 MiB
+//! write spends some 40 ms in FTS5 and a few in its own rows), and a write holds the
+//! store's only write lock while it runs. With the index in the store, one agent writing
+//! large files held up every other agent's writes for that long. Here a write only writes
+//! its rows; the next search of that agent indexes what changed since the index last looked
+//! (compared by the agent's generation, [`crate::rows::Tally::changes`]), under the index
+//! file's lock, which no write waits for. Every search still sees every write committed
+//! before it began: it catches up to the store as its own transaction sees it.
+//!
+//! The index is a cache: everything in it is derived from the store, so a missing, damaged
+//! or older index file is rebuilt, never trusted over the store. Restoring a snapshot
+//! deletes it; importing an agent forgets that agent's part.
 //!
 //! One document per current file version and per log entry, in an FTS5 table of the agent's
 //! own (`search_index_` and the agent id in hex, made on the agent's first document), so
@@ -6,19 +20,26 @@
 //! and a search's cost come from that agent's documents alone: no agent can learn from its
 //! ranking how many of another's documents hold a word, and a search does not slow down as
 //! other agents write. The tables are contentless (`content=''`, with `contentless_delete=1`),
-//! so text is not stored twice: `search_docs` maps each FTS row to what it indexes.
-//! Documents change in the same statements' transaction as the rows they index, so a
-//! rolled-back call leaves no trace in the index.
+//! so text is not stored twice: `search_docs` maps each FTS row to what it indexes. A file
+//! version or log entry, once written, never changes (numbers never repeat), so a document
+//! that names one is still right for as long as it exists.
 //!
 //! Terms come from the guest as plain words; here they are quoted as FTS5 strings, so no
 //! query syntax reaches FTS5.
 
-use crate::{Error, to_i64, to_u64};
-use rusqlite::{Connection, params};
+use crate::{Error, to_u64};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{MatchRef, SearchMatch};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
-/// The index's tables. Created with the schema; filled for existing data by [`rebuild`].
-pub const SCHEMA: &str = "
+/// The index file's layout; a file of another version is emptied and filled again.
+const INDEX_VERSION: i64 = 1;
+
+/// The index file's tables (the per-agent FTS5 tables are made on first use): what each
+/// agent's documents are, the generation of the agent they were last brought up to, and
+/// how far each log was indexed.
+const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS search_docs (
     id       INTEGER PRIMARY KEY,
     agent_id TEXT NOT NULL,
@@ -27,7 +48,120 @@ CREATE TABLE IF NOT EXISTS search_docs (
     ref      INTEGER NOT NULL,
     UNIQUE (agent_id, is_log, path, ref)
 );
+CREATE TABLE IF NOT EXISTS search_agents (
+    agent_id   TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS search_logs (
+    agent_id TEXT NOT NULL,
+    path     TEXT NOT NULL,
+    entries  INTEGER NOT NULL,
+    last_id  INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, path)
+);
 ";
+
+/// Where the index of the store at `store` lives.
+pub fn file_of(store: &Path) -> PathBuf {
+    let mut name = store.as_os_str().to_owned();
+    name.push("-search");
+    PathBuf::from(name)
+}
+
+/// Opens the index of the store at `store` with `connect` (which sets the connection's VFS,
+/// locking and durability) and readies it with [`prepare`]. A file SQLite cannot read as a
+/// database is deleted and made again: it is only a cache.
+pub fn open(
+    store: &Path,
+    connect: impl Fn(&Path) -> Result<Connection, Error>,
+) -> Result<Connection, Error> {
+    let path = file_of(store);
+    let opened = connect(&path).and_then(|idx| prepare(&idx).map(|()| idx));
+    match opened {
+        Err(Error::Damaged) => {
+            remove(store).map_err(|e| Error::Database {
+                words: "the damaged search index cannot be deleted",
+                detail: e.to_string(),
+            })?;
+            let idx = connect(&path)?;
+            prepare(&idx)?;
+            Ok(idx)
+        }
+        opened => opened,
+    }
+}
+
+/// Deletes the index of the store at `store`, with its journal, WAL and shared-memory
+/// files, those that exist.
+pub fn remove(store: &Path) -> std::io::Result<()> {
+    let path = file_of(store);
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::remove_file(PathBuf::from(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Readies an index connection: the tables, emptied first when the file was laid out by
+/// another version (it is only a cache).
+pub fn prepare(idx: &Connection) -> Result<(), Error> {
+    let tx = Transaction::new_unchecked(idx, TransactionBehavior::Immediate)?;
+    let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found == INDEX_VERSION {
+        return Ok(());
+    }
+    if found != 0 {
+        for table in fts_tables(&tx)? {
+            tx.execute_batch(&format!("DROP TABLE IF EXISTS \"{table}\""))?;
+        }
+        tx.execute_batch(
+            "DROP TABLE IF EXISTS search_docs; DROP TABLE IF EXISTS search_agents;
+             DROP TABLE IF EXISTS search_logs;",
+        )?;
+    }
+    tx.execute_batch(SCHEMA)?;
+    tx.pragma_update(None, "user_version", INDEX_VERSION)?;
+    Ok(tx.commit()?)
+}
+
+/// The FTS5 tables in a database (the shadow tables go with them).
+fn fts_tables(conn: &Connection) -> Result<Vec<String>, Error> {
+    conn.prepare(
+        "SELECT name FROM sqlite_schema
+         WHERE type = 'table' AND substr(name, 1, 12) = 'search_index'
+           AND sql LIKE 'CREATE VIRTUAL TABLE%'",
+    )?
+    .query_map([], |r| r.get(0))?
+    .collect::<Result<_, _>>()
+    .map_err(Error::from)
+}
+
+/// Drops the index a store of schema 2 to 4 kept in its own file.
+pub fn drop_from_store(main: &Connection) -> Result<(), Error> {
+    for table in fts_tables(main)? {
+        main.execute_batch(&format!("DROP TABLE IF EXISTS \"{table}\""))?;
+    }
+    Ok(main.execute_batch("DROP TABLE IF EXISTS search_docs")?)
+}
+
+/// Forgets what the index holds of `agent`, whose rows were replaced wholesale (an import):
+/// its next search indexes them again from the start.
+pub fn forget(idx: &Connection, agent: &str) -> Result<(), Error> {
+    let tx = Transaction::new_unchecked(idx, TransactionBehavior::Immediate)?;
+    tx.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(agent)))?;
+    for sql in [
+        "DELETE FROM search_docs WHERE agent_id = ?1",
+        "DELETE FROM search_agents WHERE agent_id = ?1",
+        "DELETE FROM search_logs WHERE agent_id = ?1",
+    ] {
+        tx.execute(sql, [agent])?;
+    }
+    Ok(tx.commit()?)
+}
 
 /// The name of `agent`'s FTS5 table, quoted: the id in hex, because SQLite's names ignore
 /// case and agent ids do not.
@@ -38,119 +172,190 @@ fn table(agent: &str) -> String {
 
 /// Whether `agent` has an index table yet: a look-up by name in SQLite's schema (not a scan
 /// of `sqlite_schema`, which grows with the number of agents).
-fn has_table(conn: &Connection, agent: &str) -> Result<bool, Error> {
+fn has_table(idx: &Connection, agent: &str) -> Result<bool, Error> {
     let name = table(agent);
-    conn.prepare_cached("SELECT count(*) > 0 FROM pragma_table_info(?1)")
+    idx.prepare_cached("SELECT count(*) > 0 FROM pragma_table_info(?1)")
         .and_then(|mut s| s.query_row([name.trim_matches('"')], |r| r.get(0)))
         .map_err(Error::from)
 }
 
+/// The agent's generation the index was last brought up to, if it ever was.
+fn indexed_generation(idx: &Connection, agent: &str) -> Result<Option<i64>, Error> {
+    idx.prepare_cached("SELECT generation FROM search_agents WHERE agent_id = ?1")?
+        .query_row([agent], |r| r.get(0))
+        .optional()
+        .map_err(Error::from)
+}
+
+/// Brings `agent`'s part of the index to the store as `main` (inside the caller's
+/// transaction) sees it. Costs one look-up when nothing changed; otherwise a comparison of
+/// the agent's files and logs, and the indexing of what is new, in one transaction of the
+/// index file.
+fn catch_up(main: &Connection, idx: &Connection, agent: &str) -> Result<(), Error> {
+    let now = crate::rows::generation(main, agent)?;
+    if indexed_generation(idx, agent)? == Some(now) {
+        return Ok(());
+    }
+    let tx = Transaction::new_unchecked(idx, TransactionBehavior::Immediate)?;
+    if indexed_generation(&tx, agent)? != Some(now) {
+        catch_up_files(main, &tx, agent)?;
+        catch_up_logs(main, &tx, agent)?;
+        tx.prepare_cached(
+            "INSERT INTO search_agents (agent_id, generation) VALUES (?1, ?2)
+             ON CONFLICT (agent_id) DO UPDATE SET generation = ?2",
+        )?
+        .execute(params![agent, now])?;
+    }
+    Ok(tx.commit()?)
+}
+
+/// One document per current file version: those of versions no longer current go, those
+/// of current versions not yet indexed come.
+fn catch_up_files(main: &Connection, idx: &Connection, agent: &str) -> Result<(), Error> {
+    let current: BTreeMap<String, i64> = main
+        .prepare_cached(
+            "SELECT path, current_version FROM files
+             WHERE agent_id = ?1 AND current_version IS NOT NULL",
+        )?
+        .query_map([agent], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let indexed: BTreeMap<String, (i64, i64)> = idx
+        .prepare_cached("SELECT path, id, ref FROM search_docs WHERE agent_id = ?1 AND NOT is_log")?
+        .query_map([agent], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
+        .collect::<Result<_, _>>()?;
+    for (path, (id, version)) in &indexed {
+        if current.get(path) != Some(version) {
+            remove_document(idx, agent, *id)?;
+        }
+    }
+    let mut content = main.prepare_cached(
+        "SELECT v.content FROM files f
+         JOIN versions v ON v.file_id = f.id AND v.version = f.current_version
+         WHERE f.agent_id = ?1 AND f.path = ?2",
+    )?;
+    for (path, version) in &current {
+        if indexed.get(path).map(|(_, v)| v) != Some(version) {
+            let body: String = content.query_row(params![agent, path], |r| r.get(0))?;
+            add(idx, agent, path, false, *version, &body)?;
+        }
+    }
+    Ok(())
+}
+
+/// One document per log entry. Entries only ever come with higher ids, so what is new is
+/// what lies above the last id indexed; when fewer entries at or below it remain than the
+/// index holds, some were trimmed, and those documents go.
+fn catch_up_logs(main: &Connection, idx: &Connection, agent: &str) -> Result<(), Error> {
+    let read = |conn: &Connection, sql: &str| -> Result<BTreeMap<String, (i64, i64)>, Error> {
+        conn.prepare_cached(sql)?
+            .query_map([agent], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
+            .collect::<Result<_, _>>()
+            .map_err(Error::from)
+    };
+    let stored = read(
+        main,
+        "SELECT path, entries, last_id FROM logs WHERE agent_id = ?1",
+    )?;
+    let indexed = read(
+        idx,
+        "SELECT path, entries, last_id FROM search_logs WHERE agent_id = ?1",
+    )?;
+    let paths: BTreeSet<&String> = stored.keys().chain(indexed.keys()).collect();
+    for path in paths {
+        let (entries, last_id) = stored.get(path).copied().unwrap_or((0, 0));
+        let (had, indexed_to) = indexed.get(path).copied().unwrap_or((0, 0));
+        let mut newer = main.prepare_cached(
+            "SELECT id, body FROM log_entries WHERE agent_id = ?1 AND path = ?2 AND id > ?3
+             ORDER BY id",
+        )?;
+        let mut added = 0;
+        let mut rows = newer.query(params![agent, path, indexed_to])?;
+        while let Some(row) = rows.next()? {
+            let (id, body): (i64, String) = (row.get(0)?, row.get(1)?);
+            add(idx, agent, path, true, id, &body)?;
+            added += 1;
+        }
+        if entries - added != had {
+            drop_trimmed(main, idx, agent, path, indexed_to)?;
+        }
+        if stored.contains_key(path) {
+            idx.prepare_cached(
+                "INSERT INTO search_logs (agent_id, path, entries, last_id) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (agent_id, path) DO UPDATE SET entries = ?3, last_id = ?4",
+            )?
+            .execute(params![agent, path, entries, last_id.max(indexed_to)])?;
+        } else {
+            idx.prepare_cached("DELETE FROM search_logs WHERE agent_id = ?1 AND path = ?2")?
+                .execute(params![agent, path])?;
+        }
+    }
+    Ok(())
+}
+
+/// Drops the documents of a log's entries at or below `up_to` that the store no longer has.
+fn drop_trimmed(
+    main: &Connection,
+    idx: &Connection,
+    agent: &str,
+    path: &str,
+    up_to: i64,
+) -> Result<(), Error> {
+    let kept: BTreeSet<i64> = main
+        .prepare_cached(
+            "SELECT id FROM log_entries WHERE agent_id = ?1 AND path = ?2 AND id <= ?3",
+        )?
+        .query_map(params![agent, path, up_to], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let documents: Vec<(i64, i64)> = idx
+        .prepare_cached(
+            "SELECT id, ref FROM search_docs
+             WHERE agent_id = ?1 AND path = ?2 AND is_log AND ref <= ?3",
+        )?
+        .query_map(params![agent, path, up_to], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (id, entry) in documents {
+        if !kept.contains(&entry) {
+            remove_document(idx, agent, id)?;
+        }
+    }
+    Ok(())
+}
+
 /// Indexes `body` as the document (agent, path, log entry or file version `reference`).
-pub fn add(
-    conn: &Connection,
+fn add(
+    idx: &Connection,
     agent: &str,
     path: &str,
     is_log: bool,
-    reference: u64,
+    reference: i64,
     body: &str,
 ) -> Result<(), Error> {
-    let id: i64 = conn
+    let id: i64 = idx
         .prepare_cached(
             "INSERT INTO search_docs (agent_id, path, is_log, ref) VALUES (?1, ?2, ?3, ?4)
              RETURNING id",
-        )
-        .and_then(|mut s| {
-            s.query_row(
-                params![agent, path, is_log, to_i64(reference).unwrap_or(-1)],
-                |r| r.get(0),
-            )
-        })?;
+        )?
+        .query_row(params![agent, path, is_log, reference], |r| r.get(0))?;
     let table = table(agent);
-    if !has_table(conn, agent)? {
-        conn.execute_batch(&format!(
+    if !has_table(idx, agent)? {
+        idx.execute_batch(&format!(
             "CREATE VIRTUAL TABLE {table}
              USING fts5(body, content = '', contentless_delete = 1, tokenize = 'unicode61')"
         ))?;
     }
-    conn.prepare_cached(&format!(
+    idx.prepare_cached(&format!(
         "INSERT INTO {table} (rowid, body) VALUES (?1, ?2)"
-    ))
-    .and_then(|mut s| s.execute(params![id, body]))
-    .map(drop)
-    .map_err(Error::from)
+    ))?
+    .execute(params![id, body])?;
+    Ok(())
 }
 
-/// Drops the documents of the file at `path` (its current version's).
-pub fn remove_file(conn: &Connection, agent: &str, path: &str) -> Result<(), Error> {
-    remove_where(
-        conn,
-        agent,
-        "agent_id = ?1 AND path = ?2 AND is_log = 0",
-        params![agent, path],
-    )
-}
-
-/// Drops the document of one log entry.
-pub fn remove_log_entry(conn: &Connection, agent: &str, path: &str, id: u64) -> Result<(), Error> {
-    let id = to_i64(id)?;
-    remove_where(
-        conn,
-        agent,
-        "agent_id = ?1 AND path = ?2 AND is_log = 1 AND ref = ?3",
-        params![agent, path, id],
-    )
-}
-
-/// Drops every document of `agent`, and its index table.
-pub fn remove_agent(conn: &Connection, agent: &str) -> Result<(), Error> {
-    conn.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(agent)))?;
-    conn.prepare_cached("DELETE FROM search_docs WHERE agent_id = ?1")
-        .and_then(|mut s| s.execute([agent]))
-        .map(drop)
-        .map_err(Error::from)
-}
-
-/// Drops `agent`'s documents that meet `condition` (over `search_docs`).
-fn remove_where(
-    conn: &Connection,
-    agent: &str,
-    condition: &str,
-    args: &[&dyn rusqlite::ToSql],
-) -> Result<(), Error> {
-    if !has_table(conn, agent)? {
-        return Ok(());
-    }
-    conn.prepare_cached(&format!(
-        "DELETE FROM {} WHERE rowid IN (SELECT id FROM search_docs WHERE {condition})",
-        table(agent)
-    ))
-    .and_then(|mut s| s.execute(args))?;
-    conn.prepare_cached(&format!("DELETE FROM search_docs WHERE {condition}"))
-        .and_then(|mut s| s.execute(args))
-        .map(drop)
-        .map_err(Error::from)
-}
-
-/// Indexes every current file version and log entry of `agent`, or of every agent when
-/// `agent` is none (a store upgraded from before the index).
-pub fn rebuild(conn: &Connection, agent: Option<&str>) -> Result<(), Error> {
-    let docs: Vec<(String, String, bool, i64, String)> = conn
-        .prepare(
-            "SELECT f.agent_id, f.path, 0, v.version, v.content
-             FROM files f JOIN versions v ON v.file_id = f.id AND v.version = f.current_version
-             WHERE ?1 IS NULL OR f.agent_id = ?1
-             UNION ALL
-             SELECT agent_id, path, 1, id, body FROM log_entries WHERE ?1 IS NULL OR agent_id = ?1",
-        )
-        .and_then(|mut s| {
-            s.query_map([agent], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?
-            .collect()
-        })?;
-    for (agent, path, is_log, reference, body) in docs {
-        add(conn, &agent, &path, is_log, to_u64(reference), &body)?;
-    }
+/// Drops the document `id` of `agent`.
+fn remove_document(idx: &Connection, agent: &str, id: i64) -> Result<(), Error> {
+    idx.prepare_cached(&format!("DELETE FROM {} WHERE rowid = ?1", table(agent)))?
+        .execute([id])?;
+    idx.prepare_cached("DELETE FROM search_docs WHERE id = ?1")?
+        .execute([id])?;
     Ok(())
 }
 
@@ -163,9 +368,22 @@ fn fts_query(terms: &[String], match_all: bool) -> String {
     quoted.join(if match_all { " AND " } else { " OR " })
 }
 
-/// The agent's documents matching `terms` under `prefix`, best first.
+/// What a search reads: the store, inside the caller's transaction, and its index.
+#[derive(Clone, Copy)]
+pub struct Files<'c> {
+    /// A connection to the store, inside the calling tool call's transaction.
+    pub store: &'c Connection,
+    /// A connection to the store's index file.
+    pub index: &'c Connection,
+}
+
+/// The agent's documents matching `terms` under `prefix`, best first, once the index has
+/// caught up with the store as the call sees it.
 pub fn search(
-    conn: &Connection,
+    Files {
+        store: main,
+        index: idx,
+    }: Files<'_>,
     agent: &str,
     terms: &[String],
     match_all: bool,
@@ -176,21 +394,20 @@ pub fn search(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
-    if !has_table(conn, agent)? {
-        // No table is no documents, unless the documents say otherwise: then it is damage.
-        let documents: i64 = conn
-            .prepare_cached("SELECT count(*) FROM search_docs WHERE agent_id = ?1")
-            .and_then(|mut s| s.query_row([agent], |r| r.get(0)))?;
-        if documents > 0 {
-            return Err(Error::Database {
-                words: "the agent's search index is missing",
-                detail: format!("no index table for {documents} documents of {agent:?}"),
-            });
+    catch_up(main, idx, agent)?;
+    if !has_table(idx, agent)? {
+        let documents: i64 = idx
+            .prepare_cached("SELECT count(*) FROM search_docs WHERE agent_id = ?1")?
+            .query_row([agent], |r| r.get(0))?;
+        if documents == 0 {
+            return Ok(Vec::new());
         }
-        return Ok(Vec::new());
+        // Documents without their table: a damaged cache, made again from the store.
+        forget(idx, agent)?;
+        catch_up(main, idx, agent)?;
     }
     let table = table(agent);
-    conn.prepare_cached(&format!(
+    idx.prepare_cached(&format!(
         "SELECT d.path, d.is_log, d.ref
          FROM {table} JOIN search_docs d ON d.id = {table}.rowid
          WHERE {table} MATCH ?1 AND substr(d.path, 1, length(?2)) = ?2

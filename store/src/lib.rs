@@ -15,7 +15,7 @@
 //! - [`schema`]: the tables and [`schema::migrate`].
 //! - [`rows`]: files, versions, summaries and the agents' usage counters.
 //! - [`logs`]: the per-log row (last id, entry count, retention) and trimming.
-//! - [`index`]: the FTS5 index behind `search`.
+//! - [`index`]: the FTS5 index behind `search`, in a file of its own beside the store.
 //! - [`storage`]: all of it as the guest's `Storage` port, for the self-contained component.
 
 pub mod index;

@@ -6,7 +6,7 @@
 //! the agents' counters are), because the guest asks for a log's state after every append:
 //! counting the entries there would cost a scan of the log on the hottest path.
 
-use crate::{Error, index, to_i64, to_u64};
+use crate::{Error, to_i64, to_u64};
 use rusqlite::{Connection, OptionalExtension, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{LogState, Retention};
 
@@ -107,8 +107,7 @@ pub fn set_retention(
     .map_err(Error::from)
 }
 
-/// Removes the entries below `before` and those older than `older_than_seconds`, and their
-/// index documents. Returns (entries, bytes) removed, for the counters.
+/// Removes the entries below `before` and those older than `older_than_seconds`. Returns (entries, bytes) removed, for the counters.
 pub fn trim(
     conn: &Connection,
     agent: &str,
@@ -131,9 +130,6 @@ pub fn trim(
             s.query_map(params![agent, path, before, age], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect()
         })?;
-    for (id, _) in &gone {
-        index::remove_log_entry(conn, agent, path, to_u64(*id))?;
-    }
     conn.prepare_cached("UPDATE logs SET entries = entries - ?3 WHERE agent_id = ?1 AND path = ?2")
         .and_then(|mut s| s.execute(params![agent, path, gone.len() as i64]))?;
     let bytes = gone.iter().map(|(_, b)| to_u64(*b)).sum();

@@ -5,9 +5,9 @@
 //! ever re-scans an agent's data to enforce a quota; prefix matching compares `substr`, never
 //! `LIKE`, so `_` and `%` are literal.
 
-use crate::{Error, NOW, index, logs, to_i64, to_u64};
+use crate::{Error, NOW, logs, to_i64, to_u64};
 use rusqlite::{Connection, OptionalExtension, params};
-use scratchpad_guest::bindings::scratchpad::mcp::storage::{FileState, VersionInfo};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{FileState, Retention, VersionInfo};
 use scratchpad_guest::ports::content_hash;
 use scratchpad_guest::{FileMeta, LogEntry, LogValue, Usage};
 
@@ -22,12 +22,12 @@ pub struct Tally {
     pub log_entries: i64,
     /// Tool calls that succeeded.
     pub operations: i64,
-    /// Commits of write calls that changed the agent's rows: its generation. A write call
-    /// that read the agent's data before it took the write lock compares the generation it
-    /// read with the one under the lock, so it never writes from a stale read. Counting
-    /// operations, and caching a summary (which no write call reads), leave it as it is. The
-    /// self-contained component leaves it too: it holds the file exclusively while open, so
-    /// no other process reads across its writes.
+    /// Changes to the agent's files, versions and logs: its generation, moved on by every
+    /// function here that makes one. A write call that read the agent's data before it took
+    /// the write lock compares the generation it read with the one under the lock, so it
+    /// never writes from a stale read; the search index compares it with the one it last
+    /// caught up to ([`crate::index`]). Counting operations, and caching a summary (which
+    /// neither a write call nor the index reads), leave it as it is.
     pub changes: i64,
 }
 
@@ -51,6 +51,21 @@ pub fn count(conn: &Connection, agent: &str, change: Tally) -> Result<(), Error>
         change.changes
     ])?;
     Ok(())
+}
+
+/// Sets a log's retention (see [`logs::set_retention`]): a change of the agent's logs.
+pub fn set_log_retention(
+    conn: &Connection,
+    agent: &str,
+    path: &str,
+    retention: Retention,
+) -> Result<(), Error> {
+    logs::set_retention(conn, agent, path, retention)?;
+    let change = Tally {
+        changes: 1,
+        ..Tally::default()
+    };
+    count(conn, agent, change)
 }
 
 /// The agent's generation (0 before its first change): see [`Tally::changes`].
@@ -157,8 +172,6 @@ pub fn put_version(
          VALUES (?1, ?2, ?3, ?4, {NOW}, ?5)"
     ))?
     .execute(params![id, v, bytes, content, content_hash(content)])?;
-    index::remove_file(conn, agent, path)?;
-    index::add(conn, agent, path, false, version, content)?;
     let files = i64::from(!existed);
     count(
         conn,
@@ -166,6 +179,7 @@ pub fn put_version(
         Tally {
             bytes,
             files,
+            changes: 1,
             ..Tally::default()
         },
     )
@@ -197,6 +211,7 @@ pub fn prune_versions(
         agent,
         Tally {
             bytes: -freed,
+            changes: 1,
             ..Tally::default()
         },
     )
@@ -222,10 +237,10 @@ pub fn delete_file(conn: &Connection, agent: &str, path: &str) -> Result<bool, E
     ] {
         conn.prepare_cached(sql)?.execute([id])?;
     }
-    index::remove_file(conn, agent, path)?;
     let change = Tally {
         bytes: -freed,
         files: -1,
+        changes: 1,
         ..Tally::default()
     };
     count(conn, agent, change)?;
@@ -254,7 +269,7 @@ pub fn list_files(conn: &Connection, agent: &str, prefix: &str) -> Result<Vec<Fi
 }
 
 /// See `append-log` in the WIT: stores the entry's `body` (a string unescaped when
-/// `is_text`, other JSON as compact text), indexes it, and returns its id. Its size is the
+/// `is_text`, other JSON as compact text), and returns its id. Its size is the
 /// body's length.
 pub fn append_log(
     conn: &Connection,
@@ -270,10 +285,10 @@ pub fn append_log(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
     ))?
     .execute(params![agent, path, to_i64(id)?, is_text, body, bytes])?;
-    index::add(conn, agent, path, true, id, body)?;
     let change = Tally {
         bytes,
         log_entries: 1,
+        changes: 1,
         ..Tally::default()
     };
     count(conn, agent, change)?;
@@ -324,6 +339,7 @@ pub fn trim_log(
     let change = Tally {
         bytes: -to_i64(bytes)?,
         log_entries: -to_i64(entries)?,
+        changes: 1,
         ..Tally::default()
     };
     count(conn, agent, change)?;

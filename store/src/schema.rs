@@ -6,11 +6,12 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 /// The schema version this code writes; a newer file is refused rather than misread.
 /// 2 added the search index and the `logs` table; 3 the hash of each version's content; 4
 /// gave each agent an index table of its own; 5 each agent's generation (see
-/// [`rows::Tally::changes`](crate::rows::Tally::changes)).
+/// [`rows::Tally::changes`](crate::rows::Tally::changes)) and moved the index to a file of
+/// its own ([`index`]).
 pub const SCHEMA_VERSION: i64 = 5;
 
-/// Files, versions, log entries, summaries and the agents' counters. The search index and
-/// the per-log rows are in [`index::SCHEMA`] and [`logs::SCHEMA`].
+/// Files, versions, log entries, summaries and the agents' counters. The per-log rows are in
+/// [`logs::SCHEMA`]; the search index is in a file of its own ([`index`]).
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agents (
     agent_id         TEXT PRIMARY KEY,
@@ -64,7 +65,7 @@ CREATE TABLE IF NOT EXISTS summaries (
 ";
 
 /// Brings the store to [`SCHEMA_VERSION`] under the write lock, so two processes starting
-/// together upgrade it once; a store from before the search index gets one built.
+/// together upgrade it once.
 pub fn migrate(conn: &Connection) -> Result<(), Error> {
     let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     let found: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -74,7 +75,7 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
     if found == SCHEMA_VERSION {
         return Ok(());
     }
-    tx.execute_batch(&format!("{SCHEMA} {} {}", index::SCHEMA, logs::SCHEMA))?;
+    tx.execute_batch(&format!("{SCHEMA} {}", logs::SCHEMA))?;
     if (1..5).contains(&found) && !has_column(&tx, "agents", "generation")? {
         // Before the steps below, whose statements count into it.
         tx.execute_batch("ALTER TABLE agents ADD COLUMN generation INTEGER NOT NULL DEFAULT 0")?;
@@ -90,10 +91,9 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
         }
         backfill_hashes(&tx)?;
     }
-    if (1..4).contains(&found) {
-        // One index for every agent becomes one each (schema 1 had none at all).
-        tx.execute_batch("DROP TABLE IF EXISTS search_index; DELETE FROM search_docs;")?;
-        index::rebuild(&tx, None)?;
+    if (1..5).contains(&found) {
+        // The index moves to its own file, filled by the searches that need it.
+        index::drop_from_store(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(tx.commit()?)

@@ -19,24 +19,28 @@ use scratchpad_guest::{
 };
 use std::collections::BTreeMap;
 
-/// One tool call's view of the store: a connection inside the call's transaction, the
-/// limits every agent has, and the operations of earlier read calls not yet written to the
-/// counters (per agent), which `get-usage` adds.
+/// One tool call's view of the store: a connection inside the call's transaction, one to
+/// the search index (see [`index`]), the limits every agent has, and the operations of
+/// earlier read calls not yet written to the counters (per agent), which `get-usage` adds.
 pub struct Tx<'c> {
     conn: &'c Connection,
+    index: &'c Connection,
     limits: LimitOverrides,
     uncounted: &'c BTreeMap<String, u64>,
 }
 
 impl<'c> Tx<'c> {
-    /// The statements of one call on `conn`, which is inside the call's transaction.
+    /// The statements of one call on `conn`, which is inside the call's transaction, and
+    /// on `index`, the store's index file.
     pub fn new(
         conn: &'c Connection,
+        index: &'c Connection,
         limits: LimitOverrides,
         uncounted: &'c BTreeMap<String, u64>,
     ) -> Self {
         Self {
             conn,
+            index,
             limits,
             uncounted,
         }
@@ -149,7 +153,7 @@ impl Storage for Tx<'_> {
         p: &FilePath,
         retention: Retention,
     ) -> Result<(), StorageError> {
-        Ok(logs::set_retention(
+        Ok(rows::set_log_retention(
             self.conn,
             a.as_str(),
             p.as_str(),
@@ -215,8 +219,12 @@ impl Storage for Tx<'_> {
         limit: u32,
         offset: u32,
     ) -> Result<Vec<SearchMatch>, StorageError> {
+        let files = index::Files {
+            store: self.conn,
+            index: self.index,
+        };
         Ok(index::search(
-            self.conn,
+            files,
             a.as_str(),
             terms,
             match_all,
@@ -236,6 +244,7 @@ mod tests {
     /// A fresh store in a temporary folder, each step one committed transaction.
     struct Fresh {
         conn: Connection,
+        index: Connection,
         _dir: tempfile::TempDir,
     }
 
@@ -243,7 +252,7 @@ mod tests {
         fn call(&self, _agent: &str, step: &mut dyn FnMut(&dyn Storage)) {
             let uncounted = BTreeMap::new();
             self.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-            step(&Tx::new(&self.conn, NO_OVERRIDES, &uncounted));
+            step(&Tx::new(&self.conn, &self.index, NO_OVERRIDES, &uncounted));
             self.conn.execute_batch("COMMIT").unwrap();
         }
 
@@ -255,8 +264,15 @@ mod tests {
     #[test]
     fn the_store_keeps_the_storage_contract() {
         let dir = tempfile::tempdir().unwrap();
-        let conn = Connection::open(dir.path().join("scratchpad.db")).unwrap();
+        let store = dir.path().join("scratchpad.db");
+        let conn = Connection::open(&store).unwrap();
         crate::schema::migrate(&conn).unwrap();
-        contract::check(&Fresh { conn, _dir: dir });
+        let index = Connection::open(index::file_of(&store)).unwrap();
+        index::prepare(&index).unwrap();
+        contract::check(&Fresh {
+            conn,
+            index,
+            _dir: dir,
+        });
     }
 }

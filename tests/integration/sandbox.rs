@@ -97,11 +97,12 @@ fn a_trap_after_a_write_rolls_the_write_back() {
         .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
         .unwrap();
     assert_eq!(rows, 0);
-    // Nor did the search index keep the write.
-    let docs: i64 = db
-        .query_row("SELECT count(*) FROM search_docs", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(docs, 0);
+    // Nor does a search find the write.
+    let found = s.ok(
+        "search",
+        json!({ "agent_id": "write-then-panic", "query": "written" }),
+    );
+    assert_eq!(found["hits"], json!([]));
     still_serving(&s);
 }
 

@@ -4,6 +4,7 @@
 
 use crate::common::Scratch;
 use scratchpad_mcp::storage::admin;
+use scratchpad_store::index;
 use serde_json::{Value, json};
 
 fn search(s: &Scratch, agent: &str, query: &str) -> Value {
@@ -151,21 +152,143 @@ fn the_index_follows_writes_edits_deletes_and_restarts() {
     assert!(e.starts_with("query must hold at least one word"), "{e}");
 }
 
+/// A store of schema 4 kept its index inside: on open it goes (its tables dropped), and the
+/// first search builds the agent's part of the index file from the rows.
 #[test]
-fn a_store_from_before_the_index_gets_one_built_on_open() {
+fn a_store_that_kept_its_index_inside_gets_it_in_a_file_of_its_own() {
     let mut s = Scratch::new();
     corpus(&s);
     s.stop();
+    std::fs::remove_file(index::file_of(&s.db())).ok();
     let db = rusqlite::Connection::open(s.db()).unwrap();
-    // Agent "a"'s index table is named by the id in hex.
+    // Schema 4's tables: the documents, and agent "a"'s FTS5 table (the id in hex).
     db.execute_batch(
-        "DROP TABLE \"search_index_61\"; DROP TABLE search_docs; PRAGMA user_version = 1;",
+        "CREATE TABLE search_docs (id INTEGER PRIMARY KEY, agent_id TEXT, path TEXT,
+                                   is_log INTEGER, ref INTEGER);
+         CREATE VIRTUAL TABLE \"search_index_61\" USING fts5(body, content = '');
+         ALTER TABLE agents DROP COLUMN generation;
+         PRAGMA user_version = 4;",
     )
     .unwrap();
     drop(db);
     s.restart();
     assert_eq!(paths(&search(&s, "a", "deploy key"))[0], "deploy.md");
-    assert!(admin::verify(&s.db()).unwrap().ok());
+    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let left: i64 = db
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'search%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0, "the store keeps no index of its own");
+    let v = admin::verify(&s.db()).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+}
+
+/// The index file is a cache: deleted, or damaged beyond SQLite's reading, it is made again
+/// from the store, and searches answer as before.
+#[test]
+fn a_lost_or_damaged_index_file_is_made_again() {
+    let mut s = Scratch::new();
+    corpus(&s);
+    let before = search(&s, "a", "deploy friday");
+    s.stop();
+    index::remove(&s.db()).unwrap();
+    s.restart();
+    assert_eq!(search(&s, "a", "deploy friday"), before);
+    s.stop();
+    std::fs::write(
+        index::file_of(&s.db()),
+        b"not a database, not even close".repeat(200),
+    )
+    .unwrap();
+    s.restart();
+    assert_eq!(search(&s, "a", "deploy friday"), before);
+}
+
+/// The index catches up with what changed since an agent's last search, whatever it was:
+/// writes, deletes, log entries trimmed by id and by retention, an import that replaced the
+/// agent, and a restore of an older snapshot.
+#[test]
+fn the_index_catches_up_with_trims_imports_and_restores() {
+    let mut s = Scratch::new();
+    for i in 1..=6 {
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "log", "entry": format!("entry{i} shared") }),
+        );
+    }
+    s.write("a", "f.md", "shared words in a file\n");
+    let hits = |s: &Scratch, word: &str| -> Vec<Value> {
+        search(s, "a", word)["hits"].as_array().unwrap().clone()
+    };
+    assert_eq!(hits(&s, "shared").len(), 7);
+    s.ok(
+        "forget_log",
+        json!({ "agent_id": "a", "path": "log", "before_entry": 3 }),
+    );
+    assert!(hits(&s, "entry1").is_empty() && hits(&s, "entry2").is_empty());
+    assert_eq!(hits(&s, "entry3").len(), 1);
+    s.ok(
+        "forget_log",
+        json!({ "agent_id": "a", "path": "log", "keep_last": 1 }),
+    );
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "entry7 shared" }),
+    );
+    assert_eq!(
+        hits(&s, "shared").len(),
+        2,
+        "entry 7 (the retention keeps one), and the file"
+    );
+    let v = admin::verify(&s.db()).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+
+    // A snapshot now; then more writes, searched; then the snapshot restored.
+    let snapshot = s.dir.path().join("snap.db");
+    admin::vacuum_into(&s.db(), &snapshot).unwrap();
+    s.write("a", "f.md", "other words entirely\n");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "entry8 later" }),
+    );
+    assert_eq!(hits(&s, "later").len(), 1);
+    s.stop();
+    let lock = scratchpad_mcp::storage::StoreLock::exclusive(&s.db()).unwrap();
+    admin::replace_store(&lock, &snapshot, &s.db(), ".before-restore").unwrap();
+    drop(lock);
+    s.restart();
+    assert!(
+        hits(&s, "later").is_empty(),
+        "entry 8 is gone with the restore"
+    );
+    assert_eq!(hits(&s, "shared").len(), 2);
+
+    // An import that replaces the agent with other data under the same numbers (f.md v1).
+    s.write("b", "f.md", "b's unusual words\n");
+    let mut exported = Vec::new();
+    let mut out = std::io::Cursor::new(&mut exported);
+    admin::export(&s.db(), "b", &mut out, &mut |_| {}).unwrap();
+    let text = String::from_utf8(exported).unwrap();
+    s.stop();
+    let store = scratchpad_mcp::storage::Sqlite::open(&s.db()).unwrap();
+    store
+        .import(
+            &mut text.as_bytes(),
+            Some("a"),
+            true,
+            scratchpad_guest::limits::quotas(&scratchpad_guest::limits::NO_OVERRIDES),
+            &mut |_| {},
+        )
+        .unwrap();
+    drop(store);
+    s.restart();
+    assert_eq!(paths(&search(&s, "a", "unusual")), ["f.md"]);
+    assert!(hits(&s, "shared").is_empty());
+    let v = admin::verify(&s.db()).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
 }
 
 /// Search statistics are the agent's own: how another agent's documents use the same words

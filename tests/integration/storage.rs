@@ -229,7 +229,7 @@ fn a_damaged_store_gives_every_tool_an_error_without_sql_or_server_detail() {
     conn.execute_batch(
         "PRAGMA foreign_keys = OFF;
          DROP TABLE versions; DROP TABLE log_entries; DROP TABLE logs; DROP TABLE summaries;
-         DROP TABLE \"search_index_61\"; DROP TABLE search_docs; DROP TABLE files;",
+         DROP TABLE files;",
     )
     .unwrap();
     drop(conn);

@@ -180,34 +180,6 @@ const CHECKS: &[(&str, &str)] = &[
                              WHERE e.agent_id = l.agent_id AND e.path = l.path)",
     ),
     (
-        "a current file version missing from the search index",
-        "SELECT f.agent_id || ' ' || f.path || ' v' || CAST(f.current_version AS text)
-         FROM files f
-         WHERE f.current_version IS NOT NULL AND NOT EXISTS (
-             SELECT 1 FROM search_docs d WHERE d.agent_id = f.agent_id AND d.path = f.path
-                AND NOT d.is_log AND d.ref = f.current_version)",
-    ),
-    (
-        "a log entry missing from the search index",
-        "SELECT e.agent_id || ' ' || e.path || ' #' || CAST(e.id AS text)
-         FROM log_entries e
-         WHERE NOT EXISTS (
-             SELECT 1 FROM search_docs d WHERE d.agent_id = e.agent_id AND d.path = e.path
-                AND d.is_log AND d.ref = e.id)",
-    ),
-    (
-        "a search document for something no longer there",
-        "SELECT d.agent_id || ' ' || d.path || CASE WHEN d.is_log THEN ' #' ELSE ' v' END
-                || CAST(d.ref AS text)
-         FROM search_docs d
-         WHERE (NOT d.is_log AND NOT EXISTS (
-                    SELECT 1 FROM files f WHERE f.agent_id = d.agent_id AND f.path = d.path
-                       AND f.current_version = d.ref))
-            OR (d.is_log AND NOT EXISTS (
-                    SELECT 1 FROM log_entries e WHERE e.agent_id = d.agent_id AND e.path = d.path
-                       AND e.id = d.ref))",
-    ),
-    (
         "an agent whose counters are not what its rows add up to",
         "WITH counted AS (COUNTED_SQL),
               ids AS (SELECT agent_id FROM agents UNION SELECT agent_id FROM counted)
@@ -226,15 +198,65 @@ const CHECKS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The search index against the rows it indexes, for the agents whose index is up to date
+/// (`INDEXED_AGENTS`), in the index's table of documents (`SEARCH_DOCS`): see [`IndexAt`].
+const INDEX_CHECKS: &[(&str, &str)] = &[
+    (
+        "a current file version missing from the search index",
+        "SELECT f.agent_id || ' ' || f.path || ' v' || CAST(f.current_version AS text)
+         FROM files f
+         WHERE f.current_version IS NOT NULL AND f.agent_id IN INDEXED_AGENTS AND NOT EXISTS (
+             SELECT 1 FROM SEARCH_DOCS d WHERE d.agent_id = f.agent_id AND d.path = f.path
+                AND NOT d.is_log AND d.ref = f.current_version)",
+    ),
+    (
+        "a log entry missing from the search index",
+        "SELECT e.agent_id || ' ' || e.path || ' #' || CAST(e.id AS text)
+         FROM log_entries e
+         WHERE e.agent_id IN INDEXED_AGENTS AND NOT EXISTS (
+             SELECT 1 FROM SEARCH_DOCS d WHERE d.agent_id = e.agent_id AND d.path = e.path
+                AND d.is_log AND d.ref = e.id)",
+    ),
+    (
+        "a search document for something no longer there",
+        "SELECT d.agent_id || ' ' || d.path || CASE WHEN d.is_log THEN ' #' ELSE ' v' END
+                || CAST(d.ref AS text)
+         FROM SEARCH_DOCS d
+         WHERE d.agent_id IN INDEXED_AGENTS AND ((NOT d.is_log AND NOT EXISTS (
+                    SELECT 1 FROM files f WHERE f.agent_id = d.agent_id AND f.path = d.path
+                       AND f.current_version = d.ref))
+            OR (d.is_log AND NOT EXISTS (
+                    SELECT 1 FROM log_entries e WHERE e.agent_id = d.agent_id AND e.path = d.path
+                       AND e.id = d.ref)))",
+    ),
+];
+
+/// Where a backend keeps its search index, as the index checks name it.
+pub struct IndexAt {
+    /// The table of documents.
+    pub docs: &'static str,
+    /// The agents whose index should match their rows now, as an SQL set.
+    pub agents: &'static str,
+}
+
 /// Runs every invariant check with `rows` (which runs a query whose rows are one text
-/// column) and adds what each finds to `problems`.
+/// column) and adds what each finds to `problems`; the index checks when there is an
+/// `index`.
 pub fn run_checks<E>(
     problems: &mut Vec<String>,
+    index: Option<&IndexAt>,
     mut rows: impl FnMut(&str) -> Result<Vec<String>, E>,
 ) -> Result<(), E> {
     for (what, sql) in CHECKS {
         let found = rows(&sql.replace("COUNTED_SQL", COUNTED))?;
         report(problems, what, found);
+    }
+    let Some(at) = index else { return Ok(()) };
+    for (what, sql) in INDEX_CHECKS {
+        let sql = sql
+            .replace("SEARCH_DOCS", at.docs)
+            .replace("INDEXED_AGENTS", at.agents);
+        report(problems, what, rows(&sql)?);
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 use super::{DatabaseUrl, col, map_err, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::{
-    AgentStats, CHANGED_CONTENT, COUNTS, Counts, STATS, VERSION_HASHES, Verification,
+    AgentStats, CHANGED_CONTENT, COUNTS, Counts, IndexAt, STATS, VERSION_HASHES, Verification,
     hash_mismatch, report, run_checks,
 };
 use postgres::error::SqlState;
@@ -57,7 +57,12 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
                 problems,
             });
         }
-        run_checks(&mut problems, |sql| {
+        // PostgreSQL indexes in the call's own transaction: every agent's index is current.
+        let index = IndexAt {
+            docs: "search_docs",
+            agents: "(SELECT agent_id FROM agents UNION SELECT agent_id FROM search_docs)",
+        };
+        run_checks(&mut problems, Some(&index), |sql| {
             tx.query(sql, &[])
                 .map_err(map_err)?
                 .iter()

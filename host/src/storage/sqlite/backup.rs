@@ -136,6 +136,8 @@ pub fn replace_store(
         aside = Some(moved);
     }
     std::fs::rename(&incoming, db)?;
+    // The search index was made from the store that went: the next search makes it again.
+    scratchpad_store::index::remove(db)?;
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         File::open(dir)?.sync_all()?;
     }

@@ -24,6 +24,7 @@
 mod backup;
 mod check;
 mod convert;
+mod search;
 mod transfer;
 
 pub use backup::{LockError, StoreLock, now, replace_store, vacuum_into};
@@ -56,6 +57,7 @@ use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageErro
 use scratchpad_store::rows::{self, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
 use scratchpad_store::{NOW, index, logs};
+use search::IndexFile;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,8 @@ type Uncounted = Arc<Mutex<HashMap<String, u64>>>;
 pub struct Sqlite {
     path: PathBuf,
     pool: Arc<Mutex<Vec<Connection>>>,
+    /// The search index, in a file of its own so that no write waits for indexing.
+    index: Arc<IndexFile>,
     uncounted: Uncounted,
     /// Held while the store is open, so that `restore` knows it is in use.
     _lock: Option<StoreLock>,
@@ -100,6 +104,7 @@ impl Sqlite {
         let store = Self {
             path: path.to_owned(),
             pool: Arc::default(),
+            index: Arc::new(IndexFile::of(path)),
             uncounted: Arc::default(),
             _lock: StoreLock::shared(path),
         };
@@ -147,6 +152,7 @@ impl Sqlite {
             limits,
             pending_summaries: RefCell::default(),
             home: Arc::clone(&self.pool),
+            index: Arc::clone(&self.index),
             uncounted: Arc::clone(&self.uncounted),
         }))
     }
@@ -164,7 +170,10 @@ impl Sqlite {
         let mut conn = self.take()?;
         let result = transfer::import(&mut conn, input, as_agent, replace, quotas, progress);
         give_back(&self.pool, conn);
-        result
+        let (agent, tally) = result?;
+        // The agent's rows were replaced wholesale: its next search indexes them afresh.
+        self.index.with(|idx| Ok(index::forget(idx, &agent)?))?;
+        Ok((agent, tally))
     }
 }
 
@@ -251,6 +260,7 @@ struct SqliteTxn {
     limits: LimitOverrides,
     pending_summaries: RefCell<Vec<PendingSummary>>,
     home: Arc<Mutex<Vec<Connection>>>,
+    index: Arc<IndexFile>,
     uncounted: Uncounted,
 }
 
@@ -292,16 +302,10 @@ impl SqliteTxn {
         Ok(())
     }
 
-    /// Adds `operations` for `agent`, and `changes` to its generation.
-    fn count_operations(
-        &self,
-        agent: &str,
-        operations: i64,
-        changes: i64,
-    ) -> Result<(), StoreError> {
+    /// Adds `operations` (and the counts owed by earlier reads) for `agent`.
+    fn count_operations(&self, agent: &str, operations: i64) -> Result<(), StoreError> {
         let change = Change {
             operations,
-            changes,
             ..Change::default()
         };
         Ok(rows::count(self.conn(), agent, change)?)
@@ -424,7 +428,12 @@ impl SqliteTxn {
         retention: Retention,
     ) -> Result<(), StoreError> {
         self.writable(agent, "set-log-retention")?;
-        Ok(logs::set_retention(self.conn(), agent, path, retention)?)
+        Ok(rows::set_log_retention(
+            self.conn(),
+            agent,
+            path,
+            retention,
+        )?)
     }
 
     fn trim_log(
@@ -453,15 +462,15 @@ impl SqliteTxn {
         limit: u32,
         offset: u32,
     ) -> Result<Vec<SearchMatch>, StoreError> {
-        Ok(index::search(
-            self.conn(),
-            agent,
-            terms,
-            match_all,
-            prefix,
-            limit,
-            offset,
-        )?)
+        self.index.with(|idx| {
+            let files = index::Files {
+                store: self.conn(),
+                index: idx,
+            };
+            Ok(index::search(
+                files, agent, terms, match_all, prefix, limit, offset,
+            )?)
+        })
     }
 
     fn put_summary(
@@ -489,7 +498,7 @@ impl Txn for SqliteTxn {
             return Err(StoreError::Stale);
         }
         if self.writing.get() {
-            return self.count_and_commit(agent, 1);
+            return self.count_and_commit(agent);
         }
         // A read, or a write call that changed nothing: end its snapshot. Counting it (and
         // caching a summary) is bookkeeping that must not fail the answer.
@@ -512,8 +521,7 @@ impl Txn for SqliteTxn {
 
 impl SqliteTxn {
     /// After a read: stores its summaries (worth a wait and an fsync) and counts it (worth
-    /// neither), in one short write transaction. The agent's generation stays: no write call
-    /// reads a summary, so a read's summary must not make one run again.
+    /// neither), in one short write transaction.
     fn count_after_read(
         &self,
         agent: &str,
@@ -536,22 +544,21 @@ impl SqliteTxn {
                     .iter()
                     .try_for_each(|s| self.store_summary(s).map(drop))
             })
-            .and_then(|()| self.count_and_commit(agent, 0));
+            .and_then(|()| self.count_and_commit(agent));
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
         result
     }
 
-    /// Counts one operation for `agent` (and `changes` to its generation), and every count
-    /// kept back, then commits.
-    fn count_and_commit(&self, agent: &str, changes: i64) -> Result<(), StoreError> {
+    /// Counts one operation for `agent`, and every count kept back, then commits.
+    fn count_and_commit(&self, agent: &str) -> Result<(), StoreError> {
         let owed: Vec<(String, u64)> = locked(&self.uncounted)
             .iter()
             .map(|(a, n)| (a.clone(), *n))
             .collect();
         for (owed_agent, n) in &owed {
-            self.count_operations(owed_agent, super::to_i64(*n)?, 0)?;
+            self.count_operations(owed_agent, super::to_i64(*n)?)?;
         }
-        self.count_operations(agent, 1, changes)?;
+        self.count_operations(agent, 1)?;
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
         let mut uncounted = locked(&self.uncounted);
         for (owed_agent, n) in owed {

@@ -12,10 +12,10 @@
 //! one write and one log entry, the versions kept, the agent's quotas, all under the
 //! operator's limits), so an export edited by hand cannot put in what no call could. Usage
 //! counters are then set from the imported rows with the same query `verify` checks them
-//! with, and the agent's search index is built from them (it is derived data, so it is not
-//! exported).
+//! with; the agent's search index is made again by its next search (it is derived data, so
+//! it is not exported).
 
-use super::{index, logs};
+use super::logs;
 use super::{map_err, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::COUNTED;
@@ -693,7 +693,6 @@ pub fn import(
         ] {
             tx.execute(sql, [&agent]).map_err(map_err)?;
         }
-        index::remove_agent(&tx, &agent).map_err(StoreError::from)?;
     }
     let mut importer = Importer {
         tx: &tx,
@@ -725,7 +724,6 @@ pub fn import(
         }
     }
     importer.close_file()?;
-    index::rebuild(&tx, Some(&agent)).map_err(StoreError::from)?;
     logs::backfill(&tx, Some(&agent)).map_err(StoreError::from)?;
     let tally = importer.tally;
     let Some(Line::End {
