@@ -456,6 +456,46 @@ fn a_writer_held_off_past_the_deadline_gets_busy_and_other_agents_do_not_wait() 
     assert_sound(&s);
 }
 
+/// Every statement is bounded by its connection's `statement_timeout` (30 s): a write whose
+/// insert the database makes hang (a trigger that sleeps a minute, for content of one size)
+/// is stopped, answered with a sentence, and changes nothing; the next call is served.
+#[test]
+fn a_statement_past_the_timeout_is_stopped_and_changes_nothing() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "before");
+    s.database
+        .as_ref()
+        .unwrap()
+        .client()
+        .batch_execute(
+            "CREATE FUNCTION sleep_a_minute() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
+             CREATE TRIGGER slow BEFORE INSERT ON versions
+               FOR EACH ROW WHEN (NEW.bytes = 4242) EXECUTE FUNCTION sleep_a_minute();",
+        )
+        .unwrap();
+    let started = std::time::Instant::now();
+    let e = s
+        .call(
+            "write_file",
+            json!({ "agent_id": "a", "path": "f", "content": "x".repeat(4242) }),
+        )
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(
+        e.contains("a statement ran longer than 30 s and was stopped"),
+        "{e}"
+    );
+    assert!(
+        waited >= std::time::Duration::from_secs(29) && waited < std::time::Duration::from_secs(59),
+        "{waited:?}"
+    );
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(read["content"], "before");
+    assert_eq!(s.write("a", "f", "after")["version"], 2);
+    assert_sound(&s);
+}
+
 #[test]
 fn a_burst_of_callers_shares_a_bounded_set_of_connections() {
     let Some(s) = scratch() else { return };

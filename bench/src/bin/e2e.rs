@@ -273,6 +273,54 @@ fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) {
     }
 }
 
+/// Writes that fit in the WAL before SQLite's automatic checkpoint (1,000 pages) would
+/// start it over: what the frame counts below are taken over.
+const FRAMED_WRITES: usize = 50;
+
+/// Frames in the WAL of the store at `db`, by a connection of its own; `reset` first folds
+/// the WAL into the file and empties it (the server sits idle between calls).
+fn wal_frames(db: &Path, reset: bool) -> i64 {
+    let conn = rusqlite::Connection::open(db).expect("open the store beside the server");
+    let mode = if reset { "TRUNCATE" } else { "PASSIVE" };
+    conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+        r.get::<_, i64>(1)
+    })
+    .expect("checkpoint")
+}
+
+/// Pages written to the WAL per `write_file` of the 50-line document over stdio, beside the
+/// floor: the same document inserted as one row of a bare table, one durable transaction
+/// each, in the same WAL mode.
+fn wal_rows(s: &mut Server, db: &Path, floor_db: &Path) {
+    wal_frames(db, true);
+    for i in 0..FRAMED_WRITES {
+        s.call(
+            "write_file",
+            json!({ "agent_id": "frames", "path": "plan.md", "content": document(i) }),
+        );
+    }
+    let frames = wal_frames(db, false) as f64 / FRAMED_WRITES as f64;
+    let floor = rusqlite::Connection::open(floor_db).expect("floor store");
+    floor
+        .execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+             CREATE TABLE docs (id INTEGER PRIMARY KEY, body TEXT NOT NULL);",
+        )
+        .expect("floor schema");
+    wal_frames(floor_db, true);
+    for i in 0..FRAMED_WRITES {
+        floor
+            .execute("INSERT INTO docs (body) VALUES (?1)", [document(i)])
+            .expect("floor insert");
+    }
+    let bare = wal_frames(floor_db, false) as f64 / FRAMED_WRITES as f64;
+    row(
+        "WAL pages per write_file (50 lines, one changed)",
+        format!("{frames:.1}"),
+        format!("a bare insert of the same document: {bare:.1}; goal <= 12"),
+    );
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -335,6 +383,11 @@ fn main() {
         ),
     );
     call_rows(&mut s, n, "bench", "");
+    wal_rows(
+        &mut s,
+        &tmp.path().join("calls.db"),
+        &tmp.path().join("floor.db"),
+    );
     row(
         "resident memory, idle",
         format!("{idle_rss:.1} MiB"),
