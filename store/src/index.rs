@@ -24,17 +24,22 @@
 //! version or log entry, once written, never changes (numbers never repeat), so a document
 //! that names one is still right for as long as it exists.
 //!
-//! Terms come from the guest as plain words; here they are quoted as FTS5 strings, so no
-//! query syntax reaches FTS5.
+//! What a word is, is the guest's to say ([`words`], as on PostgreSQL): FTS5 is given each
+//! document as the guest's words, each spelled in hex, and the query's terms spelled the same
+//! way, so its tokenizer finds exactly those words and nothing of its own (`unicode61` would
+//! fold "café" into "cafe" and split words of letters newer than its Unicode 6.1). Hex
+//! is letters and digits only, so no query syntax reaches FTS5 either.
 
 use crate::{Error, to_u64};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{MatchRef, SearchMatch};
+use scratchpad_guest::tools::search::words;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The index file's layout; a file of another version is emptied and filled again.
-const INDEX_VERSION: i64 = 1;
+/// The index file's layout; a file of another version is emptied and filled again. 2: the
+/// guest's words in hex.
+const INDEX_VERSION: i64 = 2;
 
 /// The index file's tables (the per-agent FTS5 tables are made on first use): what each
 /// agent's documents are, the generation of the agent they were last brought up to, and
@@ -346,8 +351,29 @@ fn add(
     idx.prepare_cached(&format!(
         "INSERT INTO {table} (rowid, body) VALUES (?1, ?2)"
     ))?
-    .execute(params![id, body])?;
+    .execute(params![id, tokens(body)])?;
     Ok(())
+}
+
+/// A text as FTS5 is given it: the guest's words, each in hex, one space apart.
+fn tokens(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for (_, word) in words(text) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        push_hex(&mut out, &word);
+    }
+    out
+}
+
+/// Appends `word`'s UTF-8 bytes in lower-case hex.
+fn push_hex(out: &mut String, word: &str) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in word.bytes() {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
 }
 
 /// Drops the document `id` of `agent`.
@@ -359,13 +385,19 @@ fn remove_document(idx: &Connection, agent: &str, id: i64) -> Result<(), Error> 
     Ok(())
 }
 
-/// The FTS5 query for plain words: each a quoted string, joined by AND or OR.
+/// The FTS5 query for the guest's terms: each in hex, joined by AND or OR.
 fn fts_query(terms: &[String], match_all: bool) -> String {
-    let quoted: Vec<String> = terms
+    let spelled: Vec<String> = terms
         .iter()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .map(|t| {
+            let mut hex = String::with_capacity(t.len() * 2 + 2);
+            hex.push('"');
+            push_hex(&mut hex, t);
+            hex.push('"');
+            hex
+        })
         .collect();
-    quoted.join(if match_all { " AND " } else { " OR " })
+    spelled.join(if match_all { " AND " } else { " OR " })
 }
 
 /// What a search reads: the store, inside the caller's transaction, and its index.

@@ -371,6 +371,68 @@ fn verify_finds_damage_and_names_it() {
     assert_eq!(stats[0].total_bytes, 13);
 }
 
+/// What a word is, is the guest's on both backends. Where SQLite's tokenizer had its own
+/// idea ("café" folded into "cafe", letters newer than its Unicode 6.1 taken for spaces), the
+/// two backends now find the same documents for every query.
+#[test]
+fn both_backends_find_the_same_documents_for_every_word() {
+    let Some(pg) = scratch() else { return };
+    let lite = Scratch::new();
+    let docs = [
+        ("cafe-accent.md", "un café noir"),
+        ("cafe-plain.md", "a cafe latte"),
+        ("naive.md", "a naïve approach"),
+        (
+            "adlam.md",
+            "\u{1E900}\u{1E901} in Adlam, added in Unicode 9",
+        ),
+        ("wide.md", "ＡＢＣ in fullwidth letters"),
+        ("strasse.md", "die Straße"),
+        ("names.md", "snake_case and config.toml"),
+    ];
+    for s in [&lite, &pg] {
+        for (path, content) in docs {
+            s.write("a", path, content);
+        }
+    }
+    let found = |s: &Scratch, query: &str| -> Vec<String> {
+        let answer = s.ok("search", json!({ "agent_id": "a", "query": query }));
+        let mut paths: Vec<String> = answer["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["path"].as_str().unwrap().to_owned())
+            .collect();
+        paths.sort();
+        paths
+    };
+    for query in [
+        "café",
+        "cafe",
+        "naïve",
+        "naive",
+        "\u{1E922}\u{1E923}",
+        "adlam",
+        "ａｂｃ",
+        "abc",
+        "straße",
+        "strasse",
+        "snake",
+        "case",
+        "config",
+        "toml",
+    ] {
+        assert_eq!(found(&lite, query), found(&pg, query), "{query}");
+    }
+    assert_eq!(found(&lite, "cafe"), ["cafe-plain.md"]);
+    assert_eq!(found(&lite, "café"), ["cafe-accent.md"]);
+    assert_eq!(
+        found(&lite, "\u{1E922}\u{1E923}"),
+        ["adlam.md"],
+        "Adlam, by its lower case"
+    );
+}
+
 #[test]
 fn an_unreachable_database_is_named_without_its_password() {
     if TestDatabase::create().is_none() {
