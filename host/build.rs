@@ -12,7 +12,7 @@
 //! `SCRATCHPAD_STANDALONE_WASI_WASM` do the same for step 2.
 
 use build_support::{
-    STANDALONE_VARIANTS, build_component, build_standalone, fail, wasi_c_toolchain,
+    STANDALONE_VARIANTS, build_component, build_standalone, fail, guest_version, wasi_c_toolchain,
 };
 use std::env;
 use std::fs;
@@ -26,7 +26,20 @@ fn main() {
     match env::var_os("SCRATCHPAD_GUEST_WASM") {
         Some(prebuilt) => {
             println!("cargo:rerun-if-changed={}", Path::new(&prebuilt).display());
-            fs::copy(&prebuilt, &wasm).expect("copy SCRATCHPAD_GUEST_WASM");
+            let bytes = fs::read(&prebuilt).expect("read SCRATCHPAD_GUEST_WASM");
+            // The rules are the guest crate's, linked natively too (limits, the catalogue):
+            // a component of another version would answer by other rules.
+            let linked = env::var("CARGO_PKG_VERSION").expect("set by cargo");
+            match guest_version(&bytes) {
+                Some(version) if version == linked => {}
+                found => fail(&format!(
+                    "SCRATCHPAD_GUEST_WASM ({}) is the tool logic of version {}, but this build links \
+                     scratchpad-guest {linked}; build the component from the same sources",
+                    Path::new(&prebuilt).display(),
+                    found.unwrap_or("unknown (it carries no version)"),
+                )),
+            }
+            fs::write(&wasm, bytes).expect("write the embedded component");
         }
         None => build_component(
             "scratchpad-guest",

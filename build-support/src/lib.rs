@@ -193,9 +193,37 @@ fn require_target() {
     }
 }
 
+/// What the tool-logic component's `scratchpad-guest-version` section begins with; the
+/// guest crate's version and a `;` follow.
+pub const VERSION_MARK: &str = "scratchpad-guest-version=";
+
+/// The guest crate version a tool-logic component was built from, read from its version
+/// section; none in a component that has none (one built before it, or not ours).
+pub fn guest_version(component: &[u8]) -> Option<&str> {
+    let mark = VERSION_MARK.as_bytes();
+    let at = component.windows(mark.len()).position(|w| w == mark)? + mark.len();
+    let rest = &component[at..];
+    let end = rest.iter().take(64).position(|&b| b == b';')?;
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
 /// Stops the build script with `message` as the error cargo shows.
 pub fn fail(message: &str) -> ! {
     println!("cargo:warning={message}");
     eprintln!("error: {message}");
     std::process::exit(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_components_guest_version_is_read_from_its_section() {
+        let mut wasm = b"\0asm...code...".to_vec();
+        wasm.extend_from_slice(b"scratchpad-guest-version=0.1.0;more");
+        assert_eq!(guest_version(&wasm), Some("0.1.0"));
+        assert_eq!(guest_version(b"\0asm without a section"), None);
+        assert_eq!(guest_version(b"scratchpad-guest-version=unended"), None);
+    }
 }

@@ -7,9 +7,7 @@
 
 use crate::ToolError;
 use crate::diff::encoded_len;
-
-/// Bytes an answer's fields and punctuation take besides its content: path, numbers, names.
-pub const ENVELOPE_BYTES: u64 = 512;
+use crate::limits::ENVELOPE_BYTES;
 
 /// The estimated tokens of an answer whose payload encodes to `payload_bytes` of JSON.
 pub fn tokens(payload_bytes: u64) -> u64 {

@@ -193,4 +193,26 @@ mod export {
     crate::export_json!(Component);
 
     crate::bindings::export!(Component with_types_in crate::bindings);
+
+    /// This crate's version, in a custom section of its own where a build can read it
+    /// without running the component: the server's build refuses a prebuilt component
+    /// (`SCRATCHPAD_GUEST_WASM`) of another version than the guest crate it links natively.
+    #[used]
+    #[unsafe(link_section = "scratchpad-guest-version")]
+    static VERSION: [u8; VERSION_MARK.len()] = bytes_of(VERSION_MARK);
+
+    /// What the section holds: `build_support::VERSION_MARK`, the version, a `;`.
+    const VERSION_MARK: &str = concat!("scratchpad-guest-version=", env!("CARGO_PKG_VERSION"), ";");
+
+    /// `text` as an array of its bytes.
+    const fn bytes_of<const N: usize>(text: &str) -> [u8; N] {
+        let bytes = text.as_bytes();
+        let mut out = [0; N];
+        let mut i = 0;
+        while i < N {
+            out[i] = bytes[i];
+            i += 1;
+        }
+        out
+    }
 }

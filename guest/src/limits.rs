@@ -1,4 +1,5 @@
-//! Every limit the tools enforce, one constant each, with why it has that value.
+//! Every limit the tools enforce and every number their answers are shaped by, one constant
+//! each, with why it has that value.
 //!
 //! These are the numbers of SPEC.md. They live here only: the host reads them back through
 //! `get_usage_stats` rather than keeping copies. An embedder may set its own quotas and
@@ -65,6 +66,57 @@ pub const DIFF_MIN_SKIPPED_LINES: usize = 3;
 /// back to a coarser (still exact) diff, so two pathological 1 MiB files answer in bounded
 /// time, well inside the host's per-call CPU bound.
 pub const DIFF_DEADLINE: Duration = Duration::from_millis(500);
+
+// What one call may ask for, and how much of an answer each part takes.
+
+/// Hits in one `search` answer unless the caller asks for fewer or more.
+pub const DEFAULT_HITS: u64 = 10;
+
+/// Most hits one `search` answer may ask for.
+pub const MAX_HITS: u64 = 50;
+
+/// Most hits a search may skip: past this, narrow the query instead.
+pub const MAX_OFFSET: u64 = 10_000;
+
+/// Most words a `search` query may hold.
+pub const MAX_TERMS: usize = 16;
+
+/// Lines a `search` hit shows of one file.
+pub const LINES_PER_HIT: usize = 3;
+
+/// Characters a `search` hit shows of one line or log entry.
+pub const SNIPPET_CHARS: usize = 200;
+
+/// Most paths one `read_files` call may name.
+pub const MAX_PATHS: usize = 100;
+
+/// A file's bytes in a `read_files` answer besides its content: path, version, punctuation.
+pub const FILE_FRAME_BYTES: u64 = 48;
+
+/// Most days `forget_log`'s `max_age_days` may say: a hundred years.
+pub const MAX_AGE_DAYS: u64 = 36_500;
+
+/// A log entry's id, time and punctuation in a `read_log` answer.
+pub const ENTRY_FRAME_BYTES: u64 = 64;
+
+/// The longest part of a rejected value an error message quotes.
+pub const QUOTED_CHARS: usize = 80;
+
+/// Bytes an answer's fields and punctuation take besides its content: path, numbers, names
+/// (see [`crate::budget`]).
+pub const ENVELOPE_BYTES: u64 = 512;
+
+/// The fixed numbers the tools' documentation quotes (the WIT's `{NAME}` in a doc comment),
+/// so `tools/list` says what this build enforces. Limits an embedder or operator may change
+/// are not here: the docs say where to read them (`get_usage_stats`) instead.
+pub const QUOTED_IN_DOCS: [(&str, u64); 6] = [
+    ("DEFAULT_HITS", DEFAULT_HITS),
+    ("MAX_HITS", MAX_HITS),
+    ("MAX_PATHS", MAX_PATHS as u64),
+    ("SNIPPET_CHARS", SNIPPET_CHARS as u64),
+    ("LINES_PER_HIT", LINES_PER_HIT as u64),
+    ("SUMMARY_THRESHOLD_CHARS", SUMMARY_THRESHOLD_CHARS as u64),
+];
 
 /// An embedder that sets no limits of its own.
 pub const NO_OVERRIDES: LimitOverrides = LimitOverrides {

@@ -2,11 +2,8 @@
 //! an invalid value. No function past a tool's first lines takes a raw `&str` for them.
 
 use crate::ToolError;
-use crate::limits::{MAX_AGENT_ID_CHARS, MAX_PATH_CHARS};
+use crate::limits::{MAX_AGENT_ID_CHARS, MAX_PATH_CHARS, QUOTED_CHARS};
 use std::fmt;
-
-/// The longest part of a rejected value an error message quotes.
-const QUOTED_CHARS: usize = 80;
 
 /// Quotes a caller's value for an error message: escaped (so NUL or a look-alike character
 /// shows as what it is) and cut short if long.

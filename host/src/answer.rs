@@ -8,7 +8,7 @@
 //! means its default.
 
 use crate::service::ToolName;
-use scratchpad_guest::tools::search::MAX_HITS;
+use scratchpad_guest::limits::MAX_HITS;
 use serde_json::{Map, Value};
 
 /// Why an answer is refused, in a few words for the caller and the log.

@@ -21,19 +21,25 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use scratchpad_guest::limits::{MAX_AGENT_ID_CHARS, MAX_PATH_CHARS};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What a client's model reads first about this server.
-const INSTRUCTIONS: &str = "Persistent, token-efficient storage for agents. Pick one agent_id ([a-zA-Z0-9_-], up to 128 characters) and use it in every call: you see only your own data. \
-Paths are relative, [a-zA-Z0-9/_.-], up to 255 characters, without '..'. \
+/// What a client's model reads first about this server; the naming rules' lengths are the
+/// guest crate's.
+fn instructions() -> String {
+    format!(
+        "Persistent, token-efficient storage for agents. Pick one agent_id ([a-zA-Z0-9_-], up to {MAX_AGENT_ID_CHARS} characters) and use it in every call: you see only your own data. \
+Paths are relative, [a-zA-Z0-9/_.-], up to {MAX_PATH_CHARS} characters, without '..'. \
 Store working documents with write_file (each change makes a version). Change part of one with edit_file instead of resending it. \
 When you come back to a file, call read_file with since_version set to the version you last saw: you get a compact line diff (op equal/remove/add, and skip for unchanged runs left out) instead of the whole file. \
 Long files come in parts: pass next_line back as offset. read_files reads many files in one call within a token budget. \
 search finds words in your files and logs and shows the matching lines with their numbers: cheaper than reading to find a fact. \
 Record what you did with append_log and replay it with read_log, passing last_entry_id back as since_entry. \
 Pass expected_version to write_file or delete_file to make sure nobody changed the file since you read it. \
-summarize_file gives a cached summary of a long file. list_files, file_history and get_usage_stats show what you hold.";
+summarize_file gives a cached summary of a long file. list_files, file_history and get_usage_stats show what you hold."
+    )
+}
 
 /// The MCP face of a [`Service`].
 #[derive(Clone)]
@@ -197,7 +203,7 @@ impl ServerHandler for McpServer {
             "scratchpad-mcp",
             env!("CARGO_PKG_VERSION"),
         ))
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(instructions())
     }
 
     async fn list_tools(

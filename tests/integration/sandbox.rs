@@ -289,3 +289,16 @@ fn a_cache_others_can_write_is_not_trusted_with_native_code() {
         "the real guest ran"
     );
 }
+
+/// The embedded tool logic says which guest crate version it was built from (a custom
+/// section), which is what the server's build checks a prebuilt one against.
+#[test]
+fn the_embedded_component_carries_the_guest_crates_version() {
+    let mark = format!("scratchpad-guest-version={};", env!("CARGO_PKG_VERSION"));
+    assert!(
+        GUEST_COMPONENT
+            .windows(mark.len())
+            .any(|w| w == mark.as_bytes()),
+        "no {mark:?} in the component"
+    );
+}

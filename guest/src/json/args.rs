@@ -18,7 +18,7 @@ pub struct WriteFileArgs {
     pub agent_id: String,
     /// Where to store the content.
     pub path: String,
-    /// The whole new content, at most 1 MiB of UTF-8.
+    /// The whole new content, UTF-8, within the agent's write limit (`get_usage_stats`).
     pub content: String,
     #[serde(default)]
     pub expected_version: Option<u64>,
@@ -130,7 +130,8 @@ pub struct ReadFileArgs {
 pub struct AppendLogArgs {
     pub agent_id: String,
     pub path: String,
-    /// Any JSON value (a string is the common case), at most 64 KiB.
+    /// Any JSON value (a string is the common case), within the agent's log entry limit
+    /// (`get_usage_stats`).
     pub entry: Value,
 }
 

@@ -5,6 +5,9 @@ use super::args::{
     AgentArgs, AppendLogArgs, DeleteFileArgs, EditFileArgs, ForgetLogArgs, ListFilesArgs, PathArgs,
     ReadFileArgs, ReadFilesArgs, ReadLogArgs, SearchArgs, WriteFileArgs,
 };
+#[cfg(test)]
+use crate::limits::MAX_HITS;
+use crate::limits::QUOTED_IN_DOCS;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
@@ -163,7 +166,7 @@ impl ToolName {
                 if let Some(Value::Object(property)) = properties.get_mut(*arg) {
                     property
                         .entry("description")
-                        .or_insert_with(|| Value::String((*doc).to_owned()));
+                        .or_insert_with(|| Value::String(with_numbers(doc)));
                 }
             }
         }
@@ -210,6 +213,29 @@ fn compact(schema: &mut Map<String, Value>) {
     }
 }
 
+/// A doc text with each `{NAME}` of [`QUOTED_IN_DOCS`] written as the number it stands for
+/// (thousands set apart by commas, as the docs write numbers).
+fn with_numbers(text: &str) -> String {
+    QUOTED_IN_DOCS
+        .iter()
+        .fold(text.to_owned(), |text, (name, value)| {
+            text.replace(&format!("{{{name}}}"), &grouped(*value))
+        })
+}
+
+/// `value` with its thousands set apart by commas: 8000 as "8,000".
+fn grouped(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// Descriptions of the arguments every tool shares. A path needs none; the naming rules
 /// are in the server's instructions and in every error that breaks one.
 const COMMON_ARG_DOCS: &[(&str, &str)] = &[("agent_id", "Your namespace.")];
@@ -249,8 +275,43 @@ pub fn describe(tool: ToolName) -> Value {
     }
     let mut entry = Map::new();
     entry.insert("name".into(), tool.as_str().into());
-    entry.insert("description".into(), tool.docs().0.into());
+    entry.insert("description".into(), with_numbers(tool.docs().0).into());
     entry.insert("inputSchema".into(), Value::Object(tool.input_schema()));
     entry.insert("annotations".into(), Value::Object(annotations));
     Value::Object(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `{NAME}` in the WIT's docs is written out, and with this build's number: the
+    /// tool list never shows a placeholder, nor a number the limits no longer hold.
+    #[test]
+    fn tool_docs_quote_the_limits_this_build_enforces() {
+        // A `{NAME}` left: a brace, capitals and underscores, a brace.
+        let placeholder = |text: &str| {
+            text.split('{').skip(1).any(|after| {
+                after.split_once('}').is_some_and(|(name, _)| {
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                })
+            })
+        };
+        let listed = super::super::list_tools();
+        assert!(!placeholder(&listed), "{listed}");
+        for tool in ToolName::ALL {
+            let (description, args) = tool.docs();
+            assert!(!placeholder(&with_numbers(description)), "{description}");
+            for (_, doc) in args {
+                assert!(!placeholder(&with_numbers(doc)), "{doc}");
+            }
+        }
+        let search = describe(ToolName::Search).to_string();
+        assert!(search.contains(&format!("at most {MAX_HITS}")), "{search}");
+        assert_eq!(grouped(8_000), "8,000");
+        assert_eq!(grouped(200), "200");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        let summarize = describe(ToolName::SummarizeFile).to_string();
+        assert!(summarize.contains("over 8,000 characters"), "{summarize}");
+    }
 }

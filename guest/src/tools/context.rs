@@ -11,15 +11,9 @@ use crate::ToolError;
 use crate::api::{FileContent, LeftOut, ReadFilesRequest, ReadFilesResult};
 use crate::budget;
 use crate::diff::encoded_len;
-use crate::limits::quotas;
+use crate::limits::{FILE_FRAME_BYTES, MAX_PATHS, quotas};
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::Storage;
-
-/// Most paths one call may name.
-pub const MAX_PATHS: usize = 100;
-
-/// A file's bytes in the answer besides its content: path, version, punctuation.
-const FILE_FRAME_BYTES: u64 = 48;
 
 /// Reads the files asked for, whole, within the budget.
 pub fn read_files(

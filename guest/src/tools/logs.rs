@@ -7,7 +7,7 @@ use crate::api::{
 use crate::bindings::scratchpad::mcp::storage::{LogState, Retention};
 use crate::budget;
 use crate::diff::encoded_len;
-use crate::limits::quotas;
+use crate::limits::{ENTRY_FRAME_BYTES, MAX_AGE_DAYS, quotas};
 use crate::names::{AgentId, FilePath};
 use crate::ports::Storage;
 use crate::{Quotas, ToolError};
@@ -63,8 +63,6 @@ pub fn append_log(
     })
 }
 
-/// Most days `max_age_days` may say: a hundred years.
-const MAX_AGE_DAYS: u64 = 36_500;
 const SECONDS_A_DAY: u64 = 86_400;
 
 /// Removes the entries below `before` and those the log's retention no longer keeps.
@@ -169,9 +167,6 @@ pub fn read_log(s: &(impl Storage + ?Sized), r: ReadLogRequest) -> Result<LogPag
         tokens: budget::tokens(size),
     })
 }
-
-/// An entry's id, time and punctuation in the answer.
-const ENTRY_FRAME_BYTES: u64 = 64;
 
 /// An entry's value as the answer carries it: a string encoded, other JSON as it is.
 fn entry_json_len(entry: &LogValue) -> u64 {

@@ -10,23 +10,12 @@ use crate::api::{HitAt, MatchedLine, SearchHit, SearchRequest, SearchResult};
 use crate::bindings::scratchpad::mcp::storage::{MatchRef, SearchMatch};
 use crate::budget;
 use crate::diff::encoded_len;
-use crate::limits::quotas;
+use crate::limits::{
+    DEFAULT_HITS, LINES_PER_HIT, MAX_HITS, MAX_OFFSET, MAX_TERMS, SNIPPET_CHARS, quotas,
+};
 use crate::names::{AgentId, FilePath, Prefix, quoted};
 use crate::ports::Storage;
 use crate::{LogValue, ToolError};
-
-/// Hits in one answer unless the caller asks for fewer or more.
-pub const DEFAULT_HITS: u64 = 10;
-/// Most hits one answer may ask for.
-pub const MAX_HITS: u64 = 50;
-/// Most hits a search may skip: past this, narrow the query instead.
-pub const MAX_OFFSET: u64 = 10_000;
-/// Most words a query may hold.
-pub const MAX_TERMS: usize = 16;
-/// Lines shown for one file.
-pub const LINES_PER_HIT: usize = 3;
-/// Characters shown of one line or entry.
-pub const SNIPPET_CHARS: usize = 200;
 
 /// The words of a text: runs of letters and digits, in lower case, each with the index of
 /// its first character.
