@@ -1,23 +1,12 @@
-//! Answers that fit: every answer's size estimated in tokens, and long content served in
-//! parts of whole lines that each fit the agent's `max_response_tokens`.
+//! Answers that fit: long content served in parts of whole lines that each fit the agent's
+//! `max_response_tokens`.
 //!
 //! Some clients refuse a tool result over 25,000 tokens; an agent that asks for a large file
-//! should get a useful part and a cursor, not an error from its own client. Tokens are
-//! estimated as the answer's JSON size in bytes / 4, the usual figure for English and code.
+//! should get a useful part and a cursor, not an error from its own client. An answer's
+//! tokens are estimated from its JSON size ([`crate::limits::tokens`]).
 
 use crate::ToolError;
 use crate::diff::encoded_len;
-use crate::limits::ENVELOPE_BYTES;
-
-/// The estimated tokens of an answer whose payload encodes to `payload_bytes` of JSON.
-pub fn tokens(payload_bytes: u64) -> u64 {
-    (payload_bytes + ENVELOPE_BYTES).div_ceil(4)
-}
-
-/// The most payload bytes an answer of `max_tokens` can carry.
-pub fn payload_bytes(max_tokens: u64) -> u64 {
-    (max_tokens * 4).saturating_sub(ENVELOPE_BYTES)
-}
 
 /// A run of lines of some content.
 #[derive(Debug, PartialEq, Eq)]

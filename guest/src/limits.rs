@@ -103,8 +103,11 @@ pub const ENTRY_FRAME_BYTES: u64 = 64;
 pub const QUOTED_CHARS: usize = 80;
 
 /// Bytes an answer's fields and punctuation take besides its content: path, numbers, names
-/// (see [`crate::budget`]).
+/// (see [`tokens`]).
 pub const ENVELOPE_BYTES: u64 = 512;
+
+/// Bytes of an answer's JSON counted as one token: the usual figure for English and code.
+pub const BYTES_PER_TOKEN: u64 = 4;
 
 /// The fixed numbers the tools' documentation quotes (the WIT's `{NAME}` in a doc comment),
 /// so `tools/list` says what this build enforces. Limits an embedder or operator may change
@@ -238,12 +241,22 @@ pub const CONFIGURABLE: [Limit; 8] = [
     RESPONSE_TOKENS,
 ];
 
+/// The estimated tokens of an answer whose payload encodes to `payload_bytes` of JSON.
+pub fn tokens(payload_bytes: u64) -> u64 {
+    (payload_bytes + ENVELOPE_BYTES).div_ceil(BYTES_PER_TOKEN)
+}
+
+/// The most payload bytes an answer of `max_tokens` can carry.
+pub fn payload_bytes(max_tokens: u64) -> u64 {
+    (max_tokens * BYTES_PER_TOKEN).saturating_sub(ENVELOPE_BYTES)
+}
+
 /// The quotas and size limits of an agent: the embedder's where it sets them (within
 /// range), else the defaults above. A log entry may not be larger than one answer carries,
 /// so that every entry can be read back (a page holds at least one entry).
 pub fn quotas(o: &LimitOverrides) -> Quotas {
     let max_response_tokens = RESPONSE_TOKENS.apply(o.max_response_tokens);
-    let entry_fits = crate::budget::payload_bytes(max_response_tokens);
+    let entry_fits = payload_bytes(max_response_tokens);
     // Both u32 limits have a `max` of 1,000, so the casts back cannot truncate.
     Quotas {
         max_files: FILES.apply(o.max_files),

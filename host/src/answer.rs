@@ -7,7 +7,7 @@
 //! encodes it), and the arguments as the caller sent them; a missing optional argument
 //! means its default.
 
-use crate::service::ToolName;
+use scratchpad_guest::json::ToolName;
 use scratchpad_guest::limits::MAX_HITS;
 use serde_json::{Map, Value};
 

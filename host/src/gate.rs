@@ -4,72 +4,17 @@
 //!
 //! An agent's token bucket lives where every instance serving it can see it: in the database
 //! when the backend keeps buckets (PostgreSQL, so that two instances allow the configured
-//! rate and not twice it), else in this process's memory (SQLite: one instance).
+//! rate and not twice it), else in this process's memory (SQLite: one instance; see
+//! [`crate::rate`]).
 
 use crate::in_flight::{Full, InFlight, Ticket};
 use crate::keys::{Access, Identity};
+use crate::rate::{Allowance, RateLimiter};
 use crate::service::Service;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// A token bucket's rule: `per_second` calls a second on average, `burst` at once.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rate {
-    /// Calls a second, on average.
-    pub per_second: f64,
-    /// Calls at once, at the most (at least 1).
-    pub burst: f64,
-}
-
-impl Rate {
-    /// How long a bucket holding `tokens` (less than one) takes to hold one call.
-    pub fn wait_for_one(&self, tokens: f64) -> Duration {
-        Duration::try_from_secs_f64((1.0 - tokens) / self.per_second).unwrap_or(Duration::MAX)
-    }
-}
-
-/// What a bucket answers: the call may go ahead, or one may after this long.
-pub type Allowance = Result<(), Duration>;
-
-/// The per-agent rate, and the buckets kept in memory when the backend keeps none.
-#[derive(Debug)]
-pub struct RateLimiter {
-    rate: Rate,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
-}
-
-impl RateLimiter {
-    /// `per_second` calls a second on average, `burst` at once.
-    pub fn new(per_second: f64, burst: u32) -> Self {
-        Self {
-            rate: Rate {
-                per_second,
-                burst: f64::from(burst.max(1)),
-            },
-            buckets: Mutex::default(),
-        }
-    }
-
-    /// Takes one call for `agent` from the bucket in memory. PostgreSQL's buckets follow the
-    /// same rule in one statement (`Postgres::take_from_bucket`): refill for the time since
-    /// the last take, up to the burst; take one if there is one.
-    fn take_at(&self, agent: &str, now: Instant) -> Allowance {
-        let Rate { per_second, burst } = self.rate;
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let (tokens, last) = buckets.entry(agent.to_owned()).or_insert((burst, now));
-        let refilled = (*tokens + now.duration_since(*last).as_secs_f64() * per_second).min(burst);
-        *last = now;
-        if refilled >= 1.0 {
-            *tokens = refilled - 1.0;
-            Ok(())
-        } else {
-            *tokens = refilled;
-            Err(self.rate.wait_for_one(refilled))
-        }
-    }
-}
 
 /// Why a call was stopped at the gate. Its text is the tool result the caller reads.
 #[derive(Debug, PartialEq, thiserror::Error)]
@@ -144,7 +89,7 @@ impl Gate {
         if let Some(limiter) = &self.limiter {
             take(limiter, agent, service)?.map_err(|wait| Refusal::Rate {
                 agent: agent.to_owned(),
-                per_second: limiter.rate.per_second,
+                per_second: limiter.rate().per_second,
                 wait_ms: u64::try_from(wait.as_millis().max(1)).unwrap_or(u64::MAX),
             })?;
         }
@@ -167,7 +112,7 @@ impl Gate {
 /// Takes one call from the bucket named `key` under `limiter`'s rate: the backend's, shared
 /// by every instance, where it keeps buckets; else this process's.
 fn take(limiter: &RateLimiter, key: &str, service: &Service) -> Result<Allowance, Refusal> {
-    match service.take_call(key, limiter.rate) {
+    match service.take_call(key, limiter.rate()) {
         Some(shared) => shared.map_err(|e| Refusal::Store(e.to_string())),
         None => Ok(limiter.take_at(key, Instant::now())),
     }
@@ -221,39 +166,6 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_bucket_refills_at_its_rate() {
-        let limiter = RateLimiter::new(2.0, 2);
-        let start = Instant::now();
-        assert!(limiter.take_at("a", start).is_ok());
-        assert!(limiter.take_at("a", start).is_ok());
-        let wait = limiter.take_at("a", start).unwrap_err();
-        assert_eq!(wait, Duration::from_millis(500));
-        assert!(
-            limiter.take_at("b", start).is_ok(),
-            "agents have buckets of their own"
-        );
-        assert!(
-            limiter
-                .take_at("a", start + Duration::from_millis(500))
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn a_wait_too_long_to_say_is_the_longest_there_is() {
-        let rate = Rate {
-            per_second: 0.0,
-            burst: 1.0,
-        };
-        assert_eq!(rate.wait_for_one(0.0), Duration::MAX);
-        let rate = Rate {
-            per_second: 4.0,
-            burst: 1.0,
-        };
-        assert_eq!(rate.wait_for_one(0.5), Duration::from_millis(125));
-    }
 
     #[test]
     fn metrics_render_as_prometheus_text() {

@@ -21,12 +21,13 @@
 //! how long a connection may sit idle) and its body, and calls in flight for the server and
 //! for each key ([`crate::in_flight`]).
 
-use crate::gate::{Gate, Metrics, RateLimiter};
+use crate::gate::{Gate, Metrics};
 use crate::in_flight::{Bounds, InFlight};
 use crate::keys::{Access, KeyRing, Keys};
 use crate::mcp::McpServer;
 use crate::oauth::metadata;
 use crate::oauth::token::Verifier;
+use crate::rate::RateLimiter;
 use crate::service::Service;
 use crate::settings::{DEFAULT_LISTEN, HttpSettings};
 use axum::extract::{Request, State};

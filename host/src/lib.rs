@@ -5,6 +5,7 @@
 //!
 //! Map:
 //! - [`bindings`]: the host side of `wit/scratchpad.wit` (the only `bindgen!`).
+//! - [`bounds`]: the memory and tables one call's instance may use.
 //! - [`sandbox`]: engine, limits, the compiled-component cache, one fresh instance per call.
 //! - [`imports`]: the WIT imports (`storage`, `summariser`) and the state of one call.
 //! - [`storage`]: the [`storage::Backend`] interface, SQLite (embedded) and PostgreSQL (hosted).
@@ -17,6 +18,7 @@
 //! - [`http`]: hosted mode: Streamable HTTP, `/health`, `/metrics`, bearer keys.
 //! - [`keys`]: API keys, kept hashed, each bound to agents and a scope.
 //! - [`gate`]: per-call checks of hosted mode (key, rate) and the call metrics.
+//! - [`rate`]: token buckets, the rule a backend's and the gate's share.
 //! - [`resources`]: scratchpad files as MCP resources.
 //! - [`settings`]: flags, environment, the config file and per-user defaults.
 //! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
@@ -25,6 +27,7 @@
 
 pub mod answer;
 pub mod bindings;
+pub mod bounds;
 pub mod gate;
 pub mod http;
 pub mod imports;
@@ -34,6 +37,7 @@ pub mod mcp;
 pub mod oauth;
 pub mod ops;
 pub mod private;
+pub mod rate;
 pub mod resources;
 pub mod sandbox;
 pub mod service;

@@ -6,6 +6,7 @@
 //! engine's configuration, so a start does not pay for Cranelift again.
 
 use crate::bindings::{Scratchpad, ScratchpadPre};
+use crate::bounds::{CallLimits, MEMORY_LIMIT};
 use crate::imports::CallState;
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -16,19 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Instance, Linker};
-use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 
 /// The guest component, built from `guest/` by `build.rs`.
 pub const GUEST_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/scratchpad_guest.wasm"));
-
-/// Most linear memory one call's instance may use. The heaviest legal call, a diff of two
-/// 1 MiB files of one-character lines, holds both texts, two slices of 2^20 line references
-/// and the owned chunks: about 80 MiB. 256 MiB leaves room for allocator slack.
-pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
-
-/// Most elements one table may hold: the component's own tables are a few hundred entries.
-pub const TABLE_LIMIT: usize = 100_000;
 
 /// How often the epoch ticks: the granularity of the time limit.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -65,38 +58,6 @@ impl SandboxError {
             Some(trap) => SandboxError::Trap(trap.to_string()),
             None => SandboxError::Trap(e.root_cause().to_string()),
         }
-    }
-}
-
-/// The resource limits of one call, remembering whether the guest ran into them.
-#[derive(Debug, Default)]
-pub struct CallLimits {
-    hit_memory_limit: bool,
-}
-
-impl ResourceLimiter for CallLimits {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > MEMORY_LIMIT {
-            // An error (not `Ok(false)`) traps at once, rather than letting the guest's
-            // allocator see a failed grow and abort in a way that reads like a bug.
-            self.hit_memory_limit = true;
-            return Err(wasmtime::Error::msg("memory limit"));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= TABLE_LIMIT)
     }
 }
 

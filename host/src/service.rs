@@ -6,8 +6,8 @@
 use crate::answer;
 use crate::bindings::exports::scratchpad::mcp::json::CallError as GuestCallError;
 use crate::bindings::{LimitOverrides, NO_OVERRIDES, ToolError};
-use crate::gate::{Allowance, Rate};
 use crate::imports::CallState;
+use crate::rate::{Allowance, Rate};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::storage::{Backend, Mode, StoreError, Txn};
 use crate::summariser::SummaryModel;

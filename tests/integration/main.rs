@@ -15,6 +15,7 @@ mod fuzz_oracle;
 mod fuzzing;
 mod hostile_input;
 mod isolation;
+mod layers;
 mod logs;
 mod ops;
 mod postgres;

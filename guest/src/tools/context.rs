@@ -9,7 +9,6 @@
 use super::not_found;
 use crate::ToolError;
 use crate::api::{FileContent, LeftOut, ReadFilesRequest, ReadFilesResult};
-use crate::budget;
 use crate::diff::encoded_len;
 use crate::limits::{FILE_FRAME_BYTES, MAX_PATHS, quotas};
 use crate::names::{AgentId, FilePath, Prefix};
@@ -67,7 +66,7 @@ pub fn read_files(
     // and the contents share the rest.
     let frame = |path: &FilePath| encoded_len(path.as_str()) as u64 + FILE_FRAME_BYTES;
     let reserved: u64 = wanted.iter().map(|(path, _)| frame(path)).sum();
-    let budget = budget::payload_bytes(max_tokens);
+    let budget = crate::limits::payload_bytes(max_tokens);
     let (mut files, mut left_out, mut used) = (Vec::new(), Vec::new(), reserved);
     for (path, version) in wanted {
         let content = s
@@ -77,7 +76,7 @@ pub fn read_files(
         if used + size > budget {
             left_out.push(LeftOut {
                 path: path.as_str().to_owned(),
-                tokens: budget::tokens(size + frame(&path)),
+                tokens: crate::limits::tokens(size + frame(&path)),
             });
             continue;
         }
@@ -92,7 +91,7 @@ pub fn read_files(
         files,
         left_out,
         missing,
-        tokens: budget::tokens(used),
+        tokens: crate::limits::tokens(used),
     })
 }
 

@@ -200,7 +200,7 @@ pub fn read_file(
                 .to_owned(),
         ));
     }
-    let budget = budget::payload_bytes(quotas(&s.limits(&agent)).max_response_tokens);
+    let budget = crate::limits::payload_bytes(quotas(&s.limits(&agent)).max_response_tokens);
     let current = s
         .stat_file(&agent, &path)?
         .and_then(|st| st.kept.last().map(|v| v.version))
@@ -278,7 +278,7 @@ pub fn read_file(
         path: r.path,
         current_version: current,
         body,
-        tokens: budget::tokens(size as u64),
+        tokens: crate::limits::tokens(size as u64),
     })
 }
 

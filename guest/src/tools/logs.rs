@@ -5,7 +5,6 @@ use crate::api::{
     AppendLogRequest, AppendLogResult, ForgetLogRequest, ForgetLogResult, LogPage, ReadLogRequest,
 };
 use crate::bindings::scratchpad::mcp::storage::{LogState, Retention};
-use crate::budget;
 use crate::diff::encoded_len;
 use crate::limits::{ENTRY_FRAME_BYTES, MAX_AGE_DAYS, quotas};
 use crate::names::{AgentId, FilePath};
@@ -141,7 +140,7 @@ pub fn read_log(s: &(impl Storage + ?Sized), r: ReadLogRequest) -> Result<LogPag
     let mut has_more = entries.len() > page as usize;
     entries.truncate(page as usize);
     // As many entries as fit one answer; always at least one, so the cursor moves.
-    let budget = budget::payload_bytes(q.max_response_tokens);
+    let budget = crate::limits::payload_bytes(q.max_response_tokens);
     let mut size = 0u64;
     let fit = entries
         .iter()
@@ -164,7 +163,7 @@ pub fn read_log(s: &(impl Storage + ?Sized), r: ReadLogRequest) -> Result<LogPag
         entries,
         has_more,
         last_entry_id,
-        tokens: budget::tokens(size),
+        tokens: crate::limits::tokens(size),
     })
 }
 

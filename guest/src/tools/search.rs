@@ -8,7 +8,6 @@
 
 use crate::api::{HitAt, MatchedLine, SearchHit, SearchRequest, SearchResult};
 use crate::bindings::scratchpad::mcp::storage::{MatchRef, SearchMatch};
-use crate::budget;
 use crate::diff::encoded_len;
 use crate::limits::{
     DEFAULT_HITS, LINES_PER_HIT, MAX_HITS, MAX_OFFSET, MAX_TERMS, SNIPPET_CHARS, quotas,
@@ -169,7 +168,7 @@ pub fn search(s: &(impl Storage + ?Sized), r: SearchRequest) -> Result<SearchRes
     }
     let more = found.len() > limit as usize;
     found.truncate(limit as usize);
-    let budget = budget::payload_bytes(quotas(&s.limits(&agent)).max_response_tokens);
+    let budget = crate::limits::payload_bytes(quotas(&s.limits(&agent)).max_response_tokens);
     let (mut hits, mut used, mut skipped) = (Vec::new(), 0, 0);
     let considered = found.len();
     for m in found {
@@ -188,7 +187,7 @@ pub fn search(s: &(impl Storage + ?Sized), r: SearchRequest) -> Result<SearchRes
         hits,
         partial,
         next_offset,
-        tokens: budget::tokens(used),
+        tokens: crate::limits::tokens(used),
     })
 }
 

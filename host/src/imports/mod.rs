@@ -10,7 +10,7 @@ mod storage;
 mod summariser;
 
 use crate::bindings::scratchpad::mcp::types;
-use crate::sandbox::CallLimits;
+use crate::bounds::CallLimits;
 use crate::storage::Txn;
 use crate::summariser::SummaryModel;
 use scratchpad_guest::StorageError;

@@ -24,7 +24,7 @@ pub mod pg_admin {
     pub use super::postgres::{stats, verify};
 }
 
-use crate::gate::{Allowance, Rate};
+use crate::rate::{Allowance, Rate};
 use scratchpad_guest::{FileMeta, LimitOverrides, Storage, StorageError};
 
 /// What a tool call may do to the store.

@@ -30,7 +30,7 @@ pub use url::{DatabaseUrl, NotAUrl};
 use super::{
     Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, refused, to_i64, to_u64,
 };
-use crate::gate::{Allowance, Rate};
+use crate::rate::{Allowance, Rate};
 use pool::Pool;
 use postgres::config::SslMode;
 use postgres::error::SqlState;

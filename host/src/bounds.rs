@@ -1,0 +1,49 @@
+//! What one call's instance may hold: linear memory and table elements, and the limiter
+//! that enforces them and remembers that the guest ran into one (so that the sandbox can
+//! name the limit rather than the trap it caused).
+//!
+//! Its own module, below both the state of a call ([`crate::imports::CallState`], which owns
+//! the limiter) and the sandbox (which installs it and reads it after a trap).
+
+use wasmtime::ResourceLimiter;
+
+/// Most linear memory one call's instance may use. The heaviest legal call, a diff of two
+/// 1 MiB files of one-character lines, holds both texts, two slices of 2^20 line references
+/// and the owned chunks: about 80 MiB. 256 MiB leaves room for allocator slack.
+pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
+
+/// Most elements one table may hold: the component's own tables are a few hundred entries.
+pub const TABLE_LIMIT: usize = 100_000;
+
+/// The resource limits of one call, remembering whether the guest ran into them.
+#[derive(Debug, Default)]
+pub struct CallLimits {
+    /// The guest asked for more memory than [`MEMORY_LIMIT`].
+    pub hit_memory_limit: bool,
+}
+
+impl ResourceLimiter for CallLimits {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > MEMORY_LIMIT {
+            // An error (not `Ok(false)`) traps at once, rather than letting the guest's
+            // allocator see a failed grow and abort in a way that reads like a bug.
+            self.hit_memory_limit = true;
+            return Err(wasmtime::Error::msg("memory limit"));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= TABLE_LIMIT)
+    }
+}
