@@ -10,6 +10,7 @@ use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_mcp::bindings::{ToolError as HostToolError, Tools};
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::Sandbox;
+use scratchpad_mcp::sequence::{Ran, run_in};
 use scratchpad_mcp::storage::{Backend, Mode, Txn};
 use scratchpad_mcp::summariser::SummaryModel;
 use std::sync::Arc;
@@ -29,8 +30,8 @@ pub fn document(revision: usize) -> String {
         .collect()
 }
 
-/// Runs one call through the component as the service does, minus the JSON: begin the
-/// transaction, a fresh instance, the call, commit.
+/// Runs one call through the component as the service does, minus the JSON: the service's
+/// call sequence ([`run_in`]) in the tool's mode, then commit.
 pub fn component_call<R>(
     sandbox: &Sandbox,
     backend: &dyn Backend,
@@ -42,16 +43,21 @@ pub fn component_call<R>(
         &mut wasmtime::Store<CallState>,
     ) -> wasmtime::Result<Result<R, HostToolError>>,
 ) -> R {
-    let state = CallState::new(
-        agent,
-        backend.begin(mode, NO_OVERRIDES).expect("begin"),
-        Arc::clone(model),
-    );
-    let (answer, state) = sandbox.run(state, |instance, store| {
-        call(instance.scratchpad_mcp_tools(), store)
+    let txn = backend.begin(mode, NO_OVERRIDES).expect("begin");
+    let ran = run_in(txn, agent, model, |state| {
+        sandbox.run(state, |instance, store| {
+            call(instance.scratchpad_mcp_tools(), store)
+        })
     });
+    let Ran::Done {
+        answer,
+        failure,
+        txn,
+    } = ran
+    else {
+        panic!("a benchmark's calls never conflict: one caller, one process")
+    };
     let result = answer.expect("no trap").expect("the component call works");
-    let (txn, failure) = state.finish();
     assert!(failure.is_none(), "{failure:?}");
     txn.commit(agent).expect("commit");
     result

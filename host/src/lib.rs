@@ -10,6 +10,7 @@
 //! - [`imports`]: the WIT imports (`storage`, `summariser`) and the state of one call.
 //! - [`storage`]: the [`storage::Backend`] interface, SQLite (embedded) and PostgreSQL (hosted).
 //! - [`summariser`]: Claude over the Anthropic Messages API.
+//! - [`sequence`]: one run of the guest in its call's transaction, for every caller of it.
 //! - [`service`]: one tool call, start to finish, as one transaction, through the guest's
 //!   `json` export (the tool surface is the guest crate's `json` module).
 //! - [`writers`]: one write call per agent at a time in this process.
@@ -40,6 +41,7 @@ pub mod private;
 pub mod rate;
 pub mod resources;
 pub mod sandbox;
+pub mod sequence;
 pub mod service;
 pub mod settings;
 pub mod standalone;

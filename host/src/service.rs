@@ -6,9 +6,9 @@
 use crate::answer;
 use crate::bindings::exports::scratchpad::mcp::json::CallError as GuestCallError;
 use crate::bindings::{LimitOverrides, NO_OVERRIDES, ToolError};
-use crate::imports::CallState;
 use crate::rate::{Allowance, Rate};
 use crate::sandbox::{Sandbox, SandboxError};
+use crate::sequence::{Ran, mode_of, run_in};
 use crate::storage::{Backend, Mode, StoreError, Txn};
 use crate::summariser::SummaryModel;
 use crate::writers::Writers;
@@ -139,12 +139,7 @@ impl Service {
     /// [`Writers`]), and runs again, [`ATTEMPTS`] times at most, while its store finds that
     /// another process changed the agent's data under it ([`Txn::conflicted`]); the last run holds the write lock from its start.
     fn run(&self, tool: ToolName, args: &Map<String, Value>) -> Result<Value, CallError> {
-        // A tool that changes nothing the agent can see runs without the write lock.
-        let mode = if tool.hints().read_only {
-            Mode::Read
-        } else {
-            Mode::Write
-        };
+        let mode = mode_of(tool);
         let agent = agent_of(args);
         let _turn = (mode == Mode::Write).then(|| self.writers.turn(agent));
         let arguments = serde_json::to_string(args).unwrap_or_default();
@@ -176,16 +171,21 @@ impl Service {
             Ok(txn) => txn,
             Err(e) => return Attempt::Done(Err(CallError::Storage(e.into()))),
         };
-        let state = CallState::new(agent, txn, Arc::clone(&self.model));
-        let (answer, state) = self.sandbox.run(state, |instance, store| {
-            instance
-                .scratchpad_mcp_json()
-                .call_call(store, tool.as_str(), arguments)
+        let ran = run_in(txn, agent, &self.model, |state| {
+            self.sandbox.run(state, |instance, store| {
+                instance
+                    .scratchpad_mcp_json()
+                    .call_call(store, tool.as_str(), arguments)
+            })
         });
-        let (txn, failure) = state.finish();
-        if txn.conflicted() {
+        let Ran::Done {
+            answer,
+            failure,
+            txn,
+        } = ran
+        else {
             return Attempt::Conflicted;
-        }
+        };
         let finish = || {
             let answer = answer.map_err(CallError::Sandbox)?;
             if let Some(failure) = failure {

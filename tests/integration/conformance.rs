@@ -7,10 +7,11 @@
 //! form by the component's own types: no per-tool code here.
 
 use crate::common::TestDatabase;
+use scratchpad_guest::json::ToolName;
 use scratchpad_mcp::bindings::{LimitOverrides, SummariserError, SummaryRequest};
-use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
-use scratchpad_mcp::storage::{Backend, Mode, Postgres, Sqlite};
+use scratchpad_mcp::sequence::{Ran, mode_of, run_in};
+use scratchpad_mcp::storage::{Backend, Postgres, Sqlite};
 use scratchpad_mcp::summariser::SummaryModel;
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -155,7 +156,8 @@ fn limits(group: &Value) -> LimitOverrides {
     }
 }
 
-/// One call, in its own transaction, committed only if the tool succeeded.
+/// One call, through the service's call sequence in the tool's mode, committed only if the
+/// tool succeeded.
 fn call(
     sandbox: &Sandbox,
     store: &dyn Backend,
@@ -167,31 +169,41 @@ fn call(
         Value::String(agent) => agent.clone(),
         request => request["agent-id"].as_str().expect("agent-id").to_owned(),
     };
-    let txn = store.begin(Mode::Write, limits(group)).expect("begin");
-    let model = Fixed {
+    // The mode production runs the tool in: a read call's summary is stored after it.
+    let tool = ToolName::parse(&name.replace('-', "_")).expect("a tool the server lists");
+    let txn = store.begin(mode_of(tool), limits(group)).expect("begin");
+    let model: Arc<dyn SummaryModel> = Arc::new(Fixed {
         configured: group["summariser"] != "not-configured",
-    };
-    let state = CallState::new(&agent, txn, Arc::new(model));
-    let (answer, state) = sandbox.run_dynamic(state, |instance, store| {
-        let tools = instance
-            .get_export_index(&mut *store, None, TOOLS)
-            .expect("the tools interface");
-        let index = instance
-            .get_export_index(&mut *store, Some(&tools), name)
-            .unwrap_or_else(|| panic!("no tool {name}"));
-        let func = instance.get_func(&mut *store, index).expect("a function");
-        let params: Vec<Val> = func
-            .ty(&*store)
-            .params()
-            .zip(args)
-            .map(|((_, ty), arg)| to_val(&ty, arg))
-            .collect();
-        let mut results = [Val::Bool(false)];
-        func.call(&mut *store, &params, &mut results)?;
-        Ok(to_json(&results[0]))
     });
+    let ran = run_in(txn, &agent, &model, |state| {
+        sandbox.run_dynamic(state, |instance, store| {
+            let tools = instance
+                .get_export_index(&mut *store, None, TOOLS)
+                .expect("the tools interface");
+            let index = instance
+                .get_export_index(&mut *store, Some(&tools), name)
+                .unwrap_or_else(|| panic!("no tool {name}"));
+            let func = instance.get_func(&mut *store, index).expect("a function");
+            let params: Vec<Val> = func
+                .ty(&*store)
+                .params()
+                .zip(args)
+                .map(|((_, ty), arg)| to_val(&ty, arg))
+                .collect();
+            let mut results = [Val::Bool(false)];
+            func.call(&mut *store, &params, &mut results)?;
+            Ok(to_json(&results[0]))
+        })
+    });
+    let Ran::Done {
+        answer,
+        failure,
+        txn,
+    } = ran
+    else {
+        panic!("one caller's calls never conflict")
+    };
     let answer = answer.expect("the component does not trap");
-    let (txn, failure) = state.finish();
     assert!(failure.is_none(), "{failure:?}");
     if answer["tag"] == "ok" {
         txn.commit(&agent).expect("commit");
