@@ -281,10 +281,18 @@ pub fn append_log(
     let bytes = to_i64(body.len() as u64)?;
     let id = logs::next_id(conn, agent, path)?;
     conn.prepare_cached(&format!(
-        "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
+        "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at, sha256)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW}, ?7)"
     ))?
-    .execute(params![agent, path, to_i64(id)?, is_text, body, bytes])?;
+    .execute(params![
+        agent,
+        path,
+        to_i64(id)?,
+        is_text,
+        body,
+        bytes,
+        content_hash(body)
+    ])?;
     let change = Tally {
         bytes,
         log_entries: 1,

@@ -6,8 +6,8 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 /// The schema version this code writes; a newer file is refused rather than misread.
 /// 2 added the search index and the `logs` table; 3 the hash of each version's content; 4
 /// gave each agent an index table of its own; 5 each agent's generation (see
-/// [`rows::Tally::changes`](crate::rows::Tally::changes)) and moved the index to a file of
-/// its own ([`index`]).
+/// [`rows::Tally::changes`](crate::rows::Tally::changes)), the hash of each log entry's
+/// body, and moved the index to a file of its own ([`index`]).
 pub const SCHEMA_VERSION: i64 = 5;
 
 /// Files, versions, log entries, summaries and the agents' counters. The per-log rows are in
@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS log_entries (
     body       TEXT NOT NULL,
     bytes      INTEGER NOT NULL,
     created_at TEXT NOT NULL,
+    -- The body's hash when it was written (ports::content_hash), so damage shows.
+    sha256     TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (agent_id, path, id)
 );
 CREATE TABLE IF NOT EXISTS summaries (
@@ -89,7 +91,14 @@ pub fn migrate(conn: &Connection) -> Result<(), Error> {
         if !has_column(&tx, "versions", "sha256")? {
             tx.execute_batch("ALTER TABLE versions ADD COLUMN sha256 TEXT NOT NULL DEFAULT ''")?;
         }
-        backfill_hashes(&tx)?;
+        backfill_hashes(&tx, "versions", "content")?;
+    }
+    if (1..5).contains(&found) {
+        // Log entries, the same way.
+        if !has_column(&tx, "log_entries", "sha256")? {
+            tx.execute_batch("ALTER TABLE log_entries ADD COLUMN sha256 TEXT NOT NULL DEFAULT ''")?;
+        }
+        backfill_hashes(&tx, "log_entries", "body")?;
     }
     if (1..5).contains(&found) {
         // The index moves to its own file, filled by the searches that need it.
@@ -108,12 +117,13 @@ fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool, Erro
     )?)
 }
 
-/// Gives every version stored without a hash the hash of its content, a few hundred
-/// versions at a time: a store's contents need not fit in memory to be upgraded.
-fn backfill_hashes(conn: &Connection) -> Result<(), Error> {
-    let mut unhashed =
-        conn.prepare("SELECT rowid, content FROM versions WHERE sha256 = '' LIMIT 256")?;
-    let mut set = conn.prepare("UPDATE versions SET sha256 = ?2 WHERE rowid = ?1")?;
+/// Gives every row of `table` stored without a hash the hash of its `text` column, a few
+/// hundred rows at a time: a store's contents need not fit in memory to be upgraded.
+fn backfill_hashes(conn: &Connection, table: &str, text: &str) -> Result<(), Error> {
+    let mut unhashed = conn.prepare(&format!(
+        "SELECT rowid, {text} FROM {table} WHERE sha256 = '' LIMIT 256"
+    ))?;
+    let mut set = conn.prepare(&format!("UPDATE {table} SET sha256 = ?2 WHERE rowid = ?1"))?;
     loop {
         let batch: Vec<(i64, String)> = unhashed
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?

@@ -269,8 +269,8 @@ fn verify_passes_a_sound_store_and_names_each_broken_invariant() {
     }
 }
 
-/// Four bytes of a stored version changed on disk, its size the same ("text" to "tExt"):
-/// `verify` names the agent, path and version, and `file_history` still shows the hash the
+/// Four bytes of a stored version and of a log entry changed on disk, their sizes the same
+/// ("text" to "tExt"): `verify` names the agent, path and version or entry, and `file_history` still shows the hash the
 /// version was written with, not one made from what is there now.
 #[test]
 fn changed_content_is_found_by_its_hash() {
@@ -278,6 +278,10 @@ fn changed_content_is_found_by_its_hash() {
     let written = "the text as written\n";
     s.write("a", "notes.md", written);
     s.write("a", "notes.md", "a second version\n");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "the entry text" }),
+    );
     let before = s.ok(
         "file_history",
         json!({ "agent_id": "a", "path": "notes.md" }),
@@ -289,10 +293,16 @@ fn changed_content_is_found_by_its_hash() {
         [],
     )
     .unwrap();
+    conn.execute(
+        "UPDATE log_entries SET body = replace(body, 'text', 'tExt')",
+        [],
+    )
+    .unwrap();
     let problems = admin::verify(&s.db()).unwrap().problems;
     assert_eq!(
         problems,
         [
+            "content changed since it was written: agent \"a\", path \"log\", log entry #1 does not match the SHA-256 it was written with",
             "content changed since it was written: agent \"a\", path \"notes.md\", version 1 does not match the SHA-256 it was written with"
         ]
     );

@@ -334,7 +334,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     .unwrap();
     let e = Postgres::open(&url).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this build's 3"),
+        e.contains("schema version 99, newer than this build's 4"),
         "{e}"
     );
     assert!(!e.contains("scratchpad@"), "no password or user in {e}");
@@ -354,7 +354,8 @@ fn verify_finds_damage_and_names_it() {
         "UPDATE agents SET total_bytes = total_bytes + 7;
          UPDATE logs SET entries = 5;
          DELETE FROM search_docs WHERE is_log;
-         UPDATE versions SET content = convert_to('hEllo', 'UTF8')",
+         UPDATE versions SET content = convert_to('hEllo', 'UTF8');
+         UPDATE log_entries SET body = convert_to('E', 'UTF8')",
     )
     .unwrap();
     let v = pg_admin::verify(&s.database.as_ref().unwrap().url).unwrap();
@@ -364,6 +365,7 @@ fn verify_finds_damage_and_names_it() {
         "a log whose entry count is not the entries it holds: a l: 5 counted, 1 held",
         "a log entry missing from the search index: a l #1",
         "content changed since it was written: agent \"a\", path \"f\", version 1 does not match the SHA-256 it was written with",
+        "agent \"a\", path \"l\", log entry #1 does not match the SHA-256 it was written with",
     ] {
         assert!(problems.contains(want), "{want}\nin:\n{problems}");
     }

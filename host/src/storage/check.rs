@@ -7,7 +7,7 @@
 //! outlives its version; each log's last id and entry count hold; the search index holds
 //! exactly the current versions and the log entries; and each agent's counters equal what
 //! its rows add up to (the counters are what quotas are enforced on). And each kept
-//! version's content still has the hash it was written with ([`VERSION_HASHES`]), which SQL
+//! version's content still has the hash it was written with ([`CONTENT_HASHES`]), which SQL
 //! cannot compute in both databases, so each backend reads the rows and [`hash_mismatch`]
 //! judges them.
 //!
@@ -262,25 +262,29 @@ pub fn run_checks<E>(
 }
 
 /// Every kept version with the hash it was stored with and its content, in a fixed order.
-pub const VERSION_HASHES: &str = "SELECT f.agent_id, f.path, v.version, v.sha256, v.content
+pub const CONTENT_HASHES: &str =
+    "SELECT f.agent_id, f.path, 'version ' || v.version, v.sha256, v.content
      FROM versions v JOIN files f ON f.id = v.file_id
-     ORDER BY f.agent_id, f.path, v.version";
+     UNION ALL
+     SELECT agent_id, path, 'log entry #' || id, sha256, body FROM log_entries
+     ORDER BY 1, 2, 3";
 
 /// What a version whose content lost its hash is reported as.
 pub const CHANGED_CONTENT: &str = "content changed since it was written";
 
-/// The problem with version `version` of `agent`'s `path`, if its `content` (as stored, any
-/// bytes) is not what its hash `stored` was computed from.
+/// The problem with `what` (a version or a log entry, as [`CONTENT_HASHES`] names it) of
+/// `agent`'s `path`, if its `content` (as stored, any bytes) is not what its hash `stored`
+/// was computed from.
 pub fn hash_mismatch(
     agent: &str,
     path: &str,
-    version: i64,
+    what: &str,
     stored: &str,
     content: &[u8],
 ) -> Option<String> {
     (scratchpad_guest::ports::content_hash(content) != stored).then(|| {
         format!(
-            "agent {agent:?}, path {path:?}, version {version} does not match the SHA-256 it was written with"
+            "agent {agent:?}, path {path:?}, {what} does not match the SHA-256 it was written with"
         )
     })
 }

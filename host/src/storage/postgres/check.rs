@@ -6,7 +6,7 @@
 use super::{DatabaseUrl, col, map_err, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::{
-    AgentStats, CHANGED_CONTENT, COUNTS, Counts, IndexAt, STATS, VERSION_HASHES, Verification,
+    AgentStats, CHANGED_CONTENT, CONTENT_HASHES, COUNTS, Counts, IndexAt, STATS, Verification,
     hash_mismatch, report, run_checks,
 };
 use postgres::error::SqlState;
@@ -69,16 +69,16 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
                 .map(|r| col(r, 0))
                 .collect()
         })?;
-        // A page of versions at a time: the contents of a whole store need not fit in memory.
+        // A page of versions and log entries at a time: the contents of a whole store need not fit in memory.
         let mut changed = Vec::new();
-        let versions = tx.bind(VERSION_HASHES, &[]).map_err(map_err)?;
+        let versions = tx.bind(CONTENT_HASHES, &[]).map_err(map_err)?;
         loop {
             let page = tx.query_portal(&versions, 256).map_err(map_err)?;
             for r in &page {
                 changed.extend(hash_mismatch(
                     &col::<String>(r, 0)?,
                     &col::<String>(r, 1)?,
-                    col(r, 2)?,
+                    &col::<String>(r, 2)?,
                     &col::<String>(r, 3)?,
                     &col::<Vec<u8>>(r, 4)?,
                 ));

@@ -33,6 +33,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "version hashes",
         sql: include_str!("migrations/0003_version_hashes.sql"),
     },
+    Migration {
+        version: 4,
+        name: "log entry hashes",
+        sql: include_str!("migrations/0004_log_entry_hashes.sql"),
+    },
 ];
 
 /// The advisory lock key that serialises migrations ("scratchp" in ASCII).

@@ -671,9 +671,17 @@ impl PgTxn {
             0,
         )?;
         conn.execute(
-            "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&agent, &path, &id, &is_text, &body.as_bytes(), &bytes],
+            "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, sha256)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &agent,
+                &path,
+                &id,
+                &is_text,
+                &body.as_bytes(),
+                &bytes,
+                &content_hash(body),
+            ],
         )?;
         Self::index(conn, agent, path, true, to_u64(id), body)?;
         Self::bump(conn, agent, bytes, 0, 1, 0)?;

@@ -7,7 +7,7 @@
 use super::{SCHEMA_VERSION, map_err};
 use crate::storage::StoreError;
 use crate::storage::check::{
-    AgentStats, CHANGED_CONTENT, COUNTS, Counts, IndexAt, STATS, VERSION_HASHES, Verification,
+    AgentStats, CHANGED_CONTENT, CONTENT_HASHES, COUNTS, Counts, IndexAt, STATS, Verification,
     hash_mismatch, report, run_checks,
 };
 use rusqlite::{Connection, OpenFlags};
@@ -101,14 +101,14 @@ fn verify_readable(path: &Path) -> Result<Verification, StoreError> {
     };
     run_checks(&mut problems, indexed.then_some(&index), rows)?;
     let mut changed = Vec::new();
-    let mut versions = tx.prepare(VERSION_HASHES).map_err(map_err)?;
+    let mut versions = tx.prepare(CONTENT_HASHES).map_err(map_err)?;
     let mut all = versions.query([]).map_err(map_err)?;
     while let Some(r) = all.next().map_err(map_err)? {
         let text = |i| bytes(r, i).map(|b| String::from_utf8_lossy(&b).into_owned());
         changed.extend(hash_mismatch(
             &text(0).map_err(map_err)?,
             &text(1).map_err(map_err)?,
-            r.get(2).map_err(map_err)?,
+            &text(2).map_err(map_err)?,
             &text(3).map_err(map_err)?,
             &bytes(r, 4).map_err(map_err)?,
         ));

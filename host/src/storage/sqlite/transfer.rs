@@ -607,9 +607,9 @@ impl Importer<'_> {
                 self.spend(body.len() as u64)?;
                 self.tx
                     .execute(
-                        "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![self.agent, path, id as i64, is_text, body, body.len() as i64, created_at],
+                        "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at, sha256)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        params![self.agent, path, id as i64, is_text, body, body.len() as i64, created_at, content_hash(&body)],
                     )
                     .map_err(|e| map_err(e).to_string())?;
                 self.last_entry = Some((path, id));
