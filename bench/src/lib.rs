@@ -10,7 +10,7 @@ use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_mcp::bindings::{ToolError as HostToolError, Tools};
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::Sandbox;
-use scratchpad_mcp::sequence::{Ran, run_in};
+use scratchpad_mcp::sequence::run_in;
 use scratchpad_mcp::storage::{Backend, Mode, Txn};
 use scratchpad_mcp::summariser::SummaryModel;
 use std::sync::Arc;
@@ -49,17 +49,13 @@ pub fn component_call<R>(
             call(instance.scratchpad_mcp_tools(), store)
         })
     });
-    let Ran::Done {
-        answer,
-        failure,
-        txn,
-    } = ran
-    else {
-        panic!("a benchmark's calls never conflict: one caller, one process")
-    };
-    let result = answer.expect("no trap").expect("the component call works");
-    assert!(failure.is_none(), "{failure:?}");
-    txn.commit(agent).expect("commit");
+    let ran = ran.expect("a benchmark's calls never conflict: one caller, one process");
+    let result = ran
+        .answer
+        .expect("no trap")
+        .expect("the component call works");
+    assert!(ran.failure.is_none(), "{:?}", ran.failure);
+    ran.txn.commit(agent).expect("commit");
     result
 }
 

@@ -4,7 +4,7 @@
 //! state, the first storage failure kept, and a conflict reported before anything is
 //! committed.
 //!
-//! Committing is the caller's decision, made on what [`Ran::Done`] hands back: the service
+//! Committing is the caller's decision, made on what [`Ran`] hands back: the service
 //! commits only an answer it has checked.
 
 use crate::imports::CallState;
@@ -25,39 +25,32 @@ pub fn mode_of(tool: ToolName) -> Mode {
     }
 }
 
-/// How one run of the guest in its transaction ended.
-pub enum Ran<R> {
-    /// The store found that what the call read had changed before it could take the write
-    /// lock ([`Txn::conflicted`]): nothing was written, and the call should run again.
-    Conflicted,
-    /// The guest ran.
-    Done {
-        /// What it answered, or why the sandbox stopped it.
-        answer: Result<R, SandboxError>,
-        /// The first storage failure it saw, swallowed or not.
-        failure: Option<StorageError>,
-        /// The call's transaction: commit it, or drop it to roll back.
-        txn: Box<dyn Txn>,
-    },
+/// What one run of the guest in its transaction left.
+pub struct Ran<R> {
+    /// What it answered, or why the sandbox stopped it.
+    pub answer: Result<R, SandboxError>,
+    /// The first storage failure it saw, swallowed or not.
+    pub failure: Option<StorageError>,
+    /// The call's transaction: commit it, or drop it to roll back.
+    pub txn: Box<dyn Txn>,
 }
 
 /// Runs `guest` (a sandbox run of the component) for `agent` inside `txn`, with `model` as
-/// the summariser.
+/// the summariser. `None` when the store found that what the call read had changed before
+/// it could take the write lock ([`Txn::conflicted`]): nothing was written, and the call
+/// should run again.
 pub fn run_in<R>(
     txn: Box<dyn Txn>,
     agent: &str,
     model: &Arc<dyn SummaryModel>,
     guest: impl FnOnce(CallState) -> (Result<R, SandboxError>, CallState),
-) -> Ran<R> {
+) -> Option<Ran<R>> {
     let state = CallState::new(agent, txn, Arc::clone(model));
     let (answer, state) = guest(state);
     let (txn, failure) = state.finish();
-    if txn.conflicted() {
-        return Ran::Conflicted;
-    }
-    Ran::Done {
+    (!txn.conflicted()).then_some(Ran {
         answer,
         failure,
         txn,
-    }
+    })
 }

@@ -8,7 +8,7 @@ use crate::bindings::exports::scratchpad::mcp::json::CallError as GuestCallError
 use crate::bindings::{LimitOverrides, NO_OVERRIDES, ToolError};
 use crate::rate::{Allowance, Rate};
 use crate::sandbox::{Sandbox, SandboxError};
-use crate::sequence::{Ran, mode_of, run_in};
+use crate::sequence::{mode_of, run_in};
 use crate::storage::{Backend, Mode, StoreError, Txn};
 use crate::summariser::SummaryModel;
 use crate::writers::Writers;
@@ -178,24 +178,20 @@ impl Service {
                     .call_call(store, tool.as_str(), arguments)
             })
         });
-        let Ran::Done {
-            answer,
-            failure,
-            txn,
-        } = ran
-        else {
+        let Some(ran) = ran else {
             return Attempt::Conflicted;
         };
         let finish = || {
-            let answer = answer.map_err(CallError::Sandbox)?;
-            if let Some(failure) = failure {
+            let answer = ran.answer.map_err(CallError::Sandbox)?;
+            if let Some(failure) = ran.failure {
                 return Err(CallError::Storage(failure));
             }
             let text = answer.map_err(CallError::from)?;
             let json: Value = serde_json::from_str(&text)
                 .map_err(|_| CallError::Guest("an answer that is not JSON".into()))?;
             answer::check(tool, args, &json).map_err(CallError::Guest)?;
-            txn.commit(agent)
+            ran.txn
+                .commit(agent)
                 .map_err(|e| CallError::Storage(e.into()))?;
             Ok(json)
         };

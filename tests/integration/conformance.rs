@@ -10,7 +10,7 @@ use crate::common::TestDatabase;
 use scratchpad_guest::json::ToolName;
 use scratchpad_mcp::bindings::{LimitOverrides, SummariserError, SummaryRequest};
 use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
-use scratchpad_mcp::sequence::{Ran, mode_of, run_in};
+use scratchpad_mcp::sequence::{mode_of, run_in};
 use scratchpad_mcp::storage::{Backend, Postgres, Sqlite};
 use scratchpad_mcp::summariser::SummaryModel;
 use serde_json::{Map, Value, json};
@@ -195,16 +195,10 @@ fn call(
             Ok(to_json(&results[0]))
         })
     });
-    let Ran::Done {
-        answer,
-        failure,
-        txn,
-    } = ran
-    else {
-        panic!("one caller's calls never conflict")
-    };
-    let answer = answer.expect("the component does not trap");
-    assert!(failure.is_none(), "{failure:?}");
+    let ran = ran.expect("one caller's calls never conflict");
+    let answer = ran.answer.expect("the component does not trap");
+    assert!(ran.failure.is_none(), "{:?}", ran.failure);
+    let txn = ran.txn;
     if answer["tag"] == "ok" {
         txn.commit(&agent).expect("commit");
     }
