@@ -5,13 +5,14 @@
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
+use scratchpad_mcp::bindings::LimitOverrides;
 use scratchpad_mcp::mcp::McpServer;
 use scratchpad_mcp::settings::{Flags, Resolved};
 use scratchpad_mcp::storage::{admin, pg_admin};
 use scratchpad_mcp::{Service, Settings};
 use scratchpad_mcp::{keys, ops};
 use std::io::{self, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -341,65 +342,10 @@ fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
 #[allow(clippy::print_stdout)]
 fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
     let db = &resolved.settings.db;
-    let limits = &resolved.settings.limits;
     match command {
         Command::Serve { http: None } => return serve(resolved),
         Command::Serve { http: Some(addr) } => return serve_http(resolved, &addr),
-        Command::Keys { action } => {
-            let file = resolved
-                .keys_file
-                .as_deref()
-                .context("no per-user config folder is known on this system; pass --config FILE")?;
-            match action {
-                KeysAction::Add {
-                    name,
-                    agents,
-                    read_only,
-                    summaries,
-                    no_summaries,
-                } => {
-                    let scope = if read_only {
-                        keys::Scope::ReadOnly
-                    } else {
-                        keys::Scope::ReadWrite
-                    };
-                    // Said only when it differs from what the scope gives.
-                    let summaries = match (summaries, no_summaries) {
-                        (true, _) if !scope.summaries_by_default() => Some(true),
-                        (_, true) if scope.summaries_by_default() => Some(false),
-                        _ => None,
-                    };
-                    let key = keys::add(file, &name, &agents, scope, summaries)?;
-                    println!("{key}");
-                    eprintln!(
-                        "key {name:?} added to {} (only its hash is kept: this is the one time it is shown)",
-                        file.display()
-                    );
-                }
-                KeysAction::List => {
-                    for k in &resolved.settings.http.keys {
-                        let summaries = if k.may_summarise() {
-                            "summaries"
-                        } else {
-                            "no-summaries"
-                        };
-                        println!(
-                            "{}\t{}\t{summaries}\t{}",
-                            k.name,
-                            k.scope.as_str(),
-                            k.agents.join(",")
-                        );
-                    }
-                }
-                KeysAction::Revoke { name } => {
-                    keys::revoke(file, &name)?;
-                    eprintln!(
-                        "key {name:?} revoked in {}; servers refuse it once sent SIGHUP (or restarted)",
-                        file.display()
-                    );
-                }
-            }
-        }
+        Command::Keys { action } => keys_command(action, &resolved)?,
         Command::Snapshot { .. }
         | Command::Restore { .. }
         | Command::Export { .. }
@@ -415,156 +361,245 @@ fn operate(command: Command, resolved: Resolved) -> anyhow::Result<ExitCode> {
             out,
             standalone,
             without_summariser,
-        } => {
-            let bytes = if standalone {
-                scratchpad_mcp::standalone::component(without_summariser)?
-            } else {
-                scratchpad_mcp::sandbox::GUEST_COMPONENT
-            };
-            std::fs::write(&out, bytes)
-                .with_context(|| format!("cannot write the component to {}", out.display()))?;
-        }
-        Command::Snapshot { dir } => {
-            let m = ops::snapshot(db, &dir)?;
-            eprintln!(
-                "snapshot of {} written to {}: {} agents, {} files, {} versions, {} log entries, {} bytes (SHA-256 {})",
-                db.display(),
-                dir.display(),
-                m.counts.agents,
-                m.counts.files,
-                m.counts.versions,
-                m.counts.log_entries,
-                m.bytes,
-                m.sha256
-            );
-        }
-        Command::Restore { dir } => {
-            let r = ops::restore(db, &dir)?;
-            match &r.replaced {
-                Some(old) => eprintln!(
-                    "restored {} from the snapshot of {}; the store it replaced is kept at {}",
-                    db.display(),
-                    r.manifest.created_at,
-                    old.display()
-                ),
-                None => eprintln!(
-                    "restored {} from the snapshot of {}",
-                    db.display(),
-                    r.manifest.created_at
-                ),
-            }
-        }
-        Command::Verify { json } => {
-            let v = match &resolved.settings.database {
-                Some(url) => pg_admin::verify(url)?,
-                None => admin::verify(db)?,
-            };
-            if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else if v.ok() {
-                let c = &v.counts;
-                println!(
-                    "ok: {} agents, {} files, {} versions, {} log entries, {} summaries, {} bytes",
-                    c.agents, c.files, c.versions, c.log_entries, c.summaries, c.bytes
-                );
-            } else {
-                let store = resolved.settings.store_name();
-                let count = v.problems.len();
-                let plural = if count == 1 { "" } else { "s" };
-                println!("{count} problem{plural} in {store}:");
-                for problem in &v.problems {
-                    println!("  {problem}");
-                }
-            }
-            return Ok(if v.ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            });
-        }
-        Command::Export { agent, out } => {
-            let tally = match out {
-                Some(path) => {
-                    let what = || format!("cannot write {}", path.display());
-                    let mut file = io::BufWriter::new(
-                        scratchpad_mcp::private::create(&path).with_context(what)?,
-                    );
-                    let tally = ops::export(db, &agent, &mut file)?;
-                    file.into_inner()
-                        .map_err(|e| e.into_error())
-                        .and_then(|f| f.sync_all())
-                        .with_context(what)?;
-                    tally
-                }
-                None => {
-                    let stdout = io::stdout();
-                    let mut out = io::BufWriter::new(stdout.lock());
-                    let tally = ops::export(db, &agent, &mut out)?;
-                    out.flush()?;
-                    tally
-                }
-            };
-            eprintln!(
-                "exported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
-                tally.files, tally.versions, tally.summaries, tally.log_entries
-            );
-        }
+        } => component(&out, standalone, without_summariser)?,
+        Command::Snapshot { dir } => snapshot(db, &dir)?,
+        Command::Restore { dir } => restore(db, &dir)?,
+        Command::Verify { json } => return verify(json, &resolved),
+        Command::Export { agent, out } => export(db, &agent, out)?,
         Command::Import {
             file,
             as_agent,
             replace,
-        } => {
-            let (agent, tally) = if file.as_os_str() == "-" {
-                ops::import(
-                    db,
-                    &mut io::stdin().lock(),
-                    as_agent.as_deref(),
-                    replace,
-                    limits,
-                )?
-            } else {
-                let input = std::fs::File::open(&file)
-                    .with_context(|| format!("cannot read {}", file.display()))?;
-                ops::import(
-                    db,
-                    &mut BufReader::new(input),
-                    as_agent.as_deref(),
-                    replace,
-                    limits,
-                )?
-            };
-            eprintln!(
-                "imported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
-                tally.files, tally.versions, tally.summaries, tally.log_entries
-            );
-        }
-        Command::Stats { json } => {
-            let stats = match &resolved.settings.database {
-                Some(url) => pg_admin::stats(url)?,
-                None => admin::stats(db)?,
-            };
-            if json {
-                println!("{}", serde_json::to_string_pretty(&stats)?);
-            } else {
-                let width = stats
-                    .iter()
-                    .map(|s| s.agent_id.chars().count())
-                    .chain([5])
-                    .max()
-                    .unwrap_or(5);
-                println!(
-                    "{:<width$}  {:>7}  {:>11}  {:>13}  {:>10}",
-                    "AGENT", "FILES", "LOG ENTRIES", "BYTES", "OPERATIONS"
-                );
-                for s in &stats {
-                    println!(
-                        "{:<width$}  {:>7}  {:>11}  {:>13}  {:>10}",
-                        s.agent_id, s.files, s.log_entries, s.total_bytes, s.total_operations
-                    );
-                }
-            }
-        }
+        } => import(
+            db,
+            &file,
+            as_agent.as_deref(),
+            replace,
+            &resolved.settings.limits,
+        )?,
+        Command::Stats { json } => stats(json, &resolved)?,
         Command::Completions { .. } | Command::Man => unreachable!("answered before settings"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `keys add`, `keys list`, `keys revoke`: the config file's keys.
+#[allow(clippy::print_stdout)]
+fn keys_command(action: KeysAction, resolved: &Resolved) -> anyhow::Result<()> {
+    let file = resolved
+        .keys_file
+        .as_deref()
+        .context("no per-user config folder is known on this system; pass --config FILE")?;
+    match action {
+        KeysAction::Add {
+            name,
+            agents,
+            read_only,
+            summaries,
+            no_summaries,
+        } => {
+            let scope = if read_only {
+                keys::Scope::ReadOnly
+            } else {
+                keys::Scope::ReadWrite
+            };
+            // Said only when it differs from what the scope gives.
+            let summaries = match (summaries, no_summaries) {
+                (true, _) if !scope.summaries_by_default() => Some(true),
+                (_, true) if scope.summaries_by_default() => Some(false),
+                _ => None,
+            };
+            let key = keys::add(file, &name, &agents, scope, summaries)?;
+            println!("{key}");
+            eprintln!(
+                "key {name:?} added to {} (only its hash is kept: this is the one time it is shown)",
+                file.display()
+            );
+        }
+        KeysAction::List => {
+            for k in &resolved.settings.http.keys {
+                let summaries = if k.may_summarise() {
+                    "summaries"
+                } else {
+                    "no-summaries"
+                };
+                println!(
+                    "{}\t{}\t{summaries}\t{}",
+                    k.name,
+                    k.scope.as_str(),
+                    k.agents.join(",")
+                );
+            }
+        }
+        KeysAction::Revoke { name } => {
+            keys::revoke(file, &name)?;
+            eprintln!(
+                "key {name:?} revoked in {}; servers refuse it once sent SIGHUP (or restarted)",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `component`: writes the tool logic, or the self-contained component, to `out`.
+fn component(out: &Path, standalone: bool, without_summariser: bool) -> anyhow::Result<()> {
+    let bytes = if standalone {
+        scratchpad_mcp::standalone::component(without_summariser)?
+    } else {
+        scratchpad_mcp::sandbox::GUEST_COMPONENT
+    };
+    std::fs::write(out, bytes)
+        .with_context(|| format!("cannot write the component to {}", out.display()))?;
+    Ok(())
+}
+
+/// `snapshot DIR`.
+fn snapshot(db: &Path, dir: &Path) -> anyhow::Result<()> {
+    let m = ops::snapshot(db, dir)?;
+    eprintln!(
+        "snapshot of {} written to {}: {} agents, {} files, {} versions, {} log entries, {} bytes (SHA-256 {})",
+        db.display(),
+        dir.display(),
+        m.counts.agents,
+        m.counts.files,
+        m.counts.versions,
+        m.counts.log_entries,
+        m.bytes,
+        m.sha256
+    );
+    Ok(())
+}
+
+/// `restore DIR`.
+fn restore(db: &Path, dir: &Path) -> anyhow::Result<()> {
+    let r = ops::restore(db, dir)?;
+    match &r.replaced {
+        Some(old) => eprintln!(
+            "restored {} from the snapshot of {}; the store it replaced is kept at {}",
+            db.display(),
+            r.manifest.created_at,
+            old.display()
+        ),
+        None => eprintln!(
+            "restored {} from the snapshot of {}",
+            db.display(),
+            r.manifest.created_at
+        ),
+    }
+    Ok(())
+}
+
+/// `verify`: exit 1 when the store has a problem.
+#[allow(clippy::print_stdout)]
+fn verify(json: bool, resolved: &Resolved) -> anyhow::Result<ExitCode> {
+    let db = &resolved.settings.db;
+    let v = match &resolved.settings.database {
+        Some(url) => pg_admin::verify(url)?,
+        None => admin::verify(db)?,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if v.ok() {
+        let c = &v.counts;
+        println!(
+            "ok: {} agents, {} files, {} versions, {} log entries, {} summaries, {} bytes",
+            c.agents, c.files, c.versions, c.log_entries, c.summaries, c.bytes
+        );
+    } else {
+        let store = resolved.settings.store_name();
+        let count = v.problems.len();
+        let plural = if count == 1 { "" } else { "s" };
+        println!("{count} problem{plural} in {store}:");
+        for problem in &v.problems {
+            println!("  {problem}");
+        }
+    }
+    Ok(if v.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `export AGENT [--out FILE]`: to the file (private, synced) or to stdout.
+fn export(db: &Path, agent: &str, out: Option<PathBuf>) -> anyhow::Result<()> {
+    let tally = match out {
+        Some(path) => {
+            let what = || format!("cannot write {}", path.display());
+            let mut file =
+                io::BufWriter::new(scratchpad_mcp::private::create(&path).with_context(what)?);
+            let tally = ops::export(db, agent, &mut file)?;
+            file.into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|f| f.sync_all())
+                .with_context(what)?;
+            tally
+        }
+        None => {
+            let stdout = io::stdout();
+            let mut out = io::BufWriter::new(stdout.lock());
+            let tally = ops::export(db, agent, &mut out)?;
+            out.flush()?;
+            tally
+        }
+    };
+    eprintln!(
+        "exported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
+        tally.files, tally.versions, tally.summaries, tally.log_entries
+    );
+    Ok(())
+}
+
+/// `import FILE|-`.
+fn import(
+    db: &Path,
+    file: &Path,
+    as_agent: Option<&str>,
+    replace: bool,
+    limits: &LimitOverrides,
+) -> anyhow::Result<()> {
+    let (agent, tally) = if file.as_os_str() == "-" {
+        ops::import(db, &mut io::stdin().lock(), as_agent, replace, limits)?
+    } else {
+        let input = std::fs::File::open(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        ops::import(db, &mut BufReader::new(input), as_agent, replace, limits)?
+    };
+    eprintln!(
+        "imported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
+        tally.files, tally.versions, tally.summaries, tally.log_entries
+    );
+    Ok(())
+}
+
+/// `stats`: each agent's counters, as a table or JSON.
+#[allow(clippy::print_stdout)]
+fn stats(json: bool, resolved: &Resolved) -> anyhow::Result<()> {
+    let db = &resolved.settings.db;
+    let stats = match &resolved.settings.database {
+        Some(url) => pg_admin::stats(url)?,
+        None => admin::stats(db)?,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+    } else {
+        let width = stats
+            .iter()
+            .map(|s| s.agent_id.chars().count())
+            .chain([5])
+            .max()
+            .unwrap_or(5);
+        println!(
+            "{:<width$}  {:>7}  {:>11}  {:>13}  {:>10}",
+            "AGENT", "FILES", "LOG ENTRIES", "BYTES", "OPERATIONS"
+        );
+        for s in &stats {
+            println!(
+                "{:<width$}  {:>7}  {:>11}  {:>13}  {:>10}",
+                s.agent_id, s.files, s.log_entries, s.total_bytes, s.total_operations
+            );
+        }
+    }
+    Ok(())
 }
