@@ -562,8 +562,8 @@ fn import(
     let (agent, tally) = if file.as_os_str() == "-" {
         ops::import(db, &mut io::stdin().lock(), as_agent, replace, limits)?
     } else {
-        let input = std::fs::File::open(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
+        let input =
+            std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
         ops::import(db, &mut BufReader::new(input), as_agent, replace, limits)?
     };
     eprintln!(

@@ -383,18 +383,60 @@ impl Settings {
             },
         };
         let keys_file = config_file.clone().or(default);
-        let origin = config_file
-            .as_deref()
-            .map_or_else(String::new, |p| format!("config file {}", p.display()));
-        let mut report = Vec::new();
-        let mut note = |key: &str, value: String, source: Source| {
-            report.push((key.to_owned(), value, source));
+        let mut resolver = Resolver {
+            env,
+            origin: config_file
+                .as_deref()
+                .map_or_else(String::new, |p| format!("config file {}", p.display())),
+            report: Vec::new(),
         };
+        let (db, database, cache_dir) = resolver.store(&flags, file.store, data_dir, cache_dir)?;
+        let limits = resolver.limits(&file.limits)?;
+        let anthropic = resolver.summariser(file.summariser);
+        resolver.check_http(&file.http)?;
+        let settings = Settings {
+            db,
+            database,
+            cache_dir,
+            limits,
+            anthropic,
+            http: file.http,
+        };
+        Ok(Resolved {
+            settings,
+            config_file,
+            keys_file,
+            report: resolver.report,
+        })
+    }
+}
 
+/// What resolving the settings reads and notes: the environment, where the config file's
+/// values come from (for errors), and the value chosen for each key with its source.
+struct Resolver<'e> {
+    env: &'e dyn Fn(&str) -> Option<String>,
+    origin: String,
+    report: Vec<(String, String, Source)>,
+}
+
+impl Resolver<'_> {
+    fn note(&mut self, key: &str, value: String, source: Source) {
+        self.report.push((key.to_owned(), value, source));
+    }
+
+    /// `[store]`: the SQLite file, the PostgreSQL database, the compiled-component cache.
+    fn store(
+        &mut self,
+        flags: &Flags,
+        section: StoreSection,
+        data_dir: Option<PathBuf>,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<(PathBuf, Option<DatabaseUrl>, Option<PathBuf>), SettingsError> {
+        let env = self.env;
         let db = match first(
-            flags.db.map(|p| (p, "--db")),
+            flags.db.clone().map(|p| (p, "--db")),
             env("SCRATCHPAD_DB_PATH").map(|p| (PathBuf::from(p), "SCRATCHPAD_DB_PATH")),
-            file.store.path,
+            section.path,
         ) {
             Some((path, source)) => (path, source),
             None => (
@@ -405,26 +447,26 @@ impl Settings {
                 Source::Default,
             ),
         };
-        note("store.path", toml_str(&db.0.display().to_string()), db.1);
+        self.note("store.path", toml_str(&db.0.display().to_string()), db.1);
         let database = match first(
-            flags.database.map(|u| (u, "--database")),
+            flags.database.clone().map(|u| (u, "--database")),
             env("SCRATCHPAD_DATABASE_URL").map(|u| (u, "SCRATCHPAD_DATABASE_URL")),
-            file.store.database.filter(|u| !u.trim().is_empty()),
+            section.database.filter(|u| !u.trim().is_empty()),
         ) {
             Some((text, source)) => {
                 let url = DatabaseUrl::parse(&text).map_err(|reason| SettingsError::Database {
                     origin: match &source {
                         Source::Flag(flag) => (*flag).to_owned(),
                         Source::Env(var) => format!("${var}"),
-                        _ => origin.clone(),
+                        _ => self.origin.clone(),
                     },
                     reason,
                 })?;
-                note("store.database", toml_str(&url.to_string()), source);
+                self.note("store.database", toml_str(&url.to_string()), source);
                 Some(url)
             }
             None => {
-                note(
+                self.note(
                     "store.database",
                     "\"\" # none: the SQLite file at store.path".into(),
                     Source::Default,
@@ -433,9 +475,9 @@ impl Settings {
             }
         };
         let cache = match first(
-            flags.cache_dir.map(|p| (p, "--cache-dir")),
+            flags.cache_dir.clone().map(|p| (p, "--cache-dir")),
             env("SCRATCHPAD_CACHE_DIR").map(|p| (PathBuf::from(p), "SCRATCHPAD_CACHE_DIR")),
-            file.store.cache_dir,
+            section.cache_dir,
         ) {
             Some((dir, source)) => (Some(dir), source),
             None => (cache_dir.map(|d| d.join("scratchpad-mcp")), Source::Default),
@@ -444,12 +486,16 @@ impl Settings {
             || "\"\" # none: the component is compiled at every start".into(),
             |d| toml_str(&d.display().to_string()),
         );
-        note("store.cache_dir", shown, cache.1);
+        self.note("store.cache_dir", shown, cache.1);
+        Ok((db.0, database, cache.0))
+    }
 
-        for name in file.limits.keys() {
+    /// `[limits]`: each limit from its environment variable or the file, within its range.
+    fn limits(&mut self, section: &BTreeMap<String, u64>) -> Result<LimitOverrides, SettingsError> {
+        for name in section.keys() {
             if !CONFIGURABLE.iter().any(|l| l.name == name) {
                 return Err(SettingsError::Limit {
-                    origin,
+                    origin: self.origin.clone(),
                     reason: format!(
                         "unknown limit {name:?}; the limits are {}",
                         CONFIGURABLE.map(|l| l.name).join(", ")
@@ -460,7 +506,7 @@ impl Settings {
         let mut values = BTreeMap::new();
         for limit in CONFIGURABLE {
             let var = limit_var(&limit);
-            let from_env = match env(&var) {
+            let from_env = match (self.env)(&var) {
                 Some(text) => Some((
                     text.trim()
                         .parse::<u64>()
@@ -472,89 +518,83 @@ impl Settings {
                 )),
                 None => None,
             };
-            let chosen = first(None, from_env, file.limits.get(limit.name).copied());
+            let chosen = first(None, from_env, section.get(limit.name).copied());
             let key = format!("limits.{}", limit.name);
             match chosen {
                 Some((value, source)) => {
                     limit.check(value).map_err(|reason| SettingsError::Limit {
                         origin: match &source {
                             Source::Env(var) => format!("${var}"),
-                            _ => origin.clone(),
+                            _ => self.origin.clone(),
                         },
                         reason,
                     })?;
                     values.insert(limit.name, value);
-                    note(&key, value.to_string(), source);
+                    self.note(&key, value.to_string(), source);
                 }
-                None => note(&key, limit.default.to_string(), Source::Default),
+                None => self.note(&key, limit.default.to_string(), Source::Default),
             }
         }
+        let u32_of = |name| values.get(name).map(|&v| v as u32);
+        // Each value was checked against its range, which for the u32 limits ends at 1,000.
+        Ok(LimitOverrides {
+            max_files: values.get("max_files").copied(),
+            max_log_entries: values.get("max_log_entries").copied(),
+            max_total_bytes: values.get("max_total_bytes").copied(),
+            max_write_bytes: values.get("max_write_bytes").copied(),
+            max_log_entry_bytes: values.get("max_log_entry_bytes").copied(),
+            versions_kept: u32_of("versions_kept"),
+            log_page_size: u32_of("log_page_size"),
+            max_response_tokens: values.get("max_response_tokens").copied(),
+        })
+    }
 
+    /// `[summariser]`: the model and the API's address; the key only from the environment.
+    fn summariser(&mut self, section: SummariserSection) -> AnthropicConfig {
+        let env = self.env;
         let model = first(
             None,
             env("SCRATCHPAD_SUMMARY_MODEL").map(|m| (m, "SCRATCHPAD_SUMMARY_MODEL")),
-            file.summariser.model,
+            section.model,
         )
         .unwrap_or_else(|| (DEFAULT_MODEL.into(), Source::Default));
-        note("summariser.model", toml_str(&model.0), model.1);
+        self.note("summariser.model", toml_str(&model.0), model.1);
         let base_url = first(
             None,
             env("ANTHROPIC_BASE_URL").map(|u| (u, "ANTHROPIC_BASE_URL")),
-            file.summariser.base_url,
+            section.base_url,
         )
         .unwrap_or_else(|| (DEFAULT_BASE_URL.into(), Source::Default));
-        note("summariser.base_url", toml_str(&base_url.0), base_url.1);
-        let api_key = env("ANTHROPIC_API_KEY");
+        self.note("summariser.base_url", toml_str(&base_url.0), base_url.1);
+        AnthropicConfig {
+            api_key: env("ANTHROPIC_API_KEY"),
+            base_url: base_url.0,
+            model: model.0,
+        }
+    }
 
+    /// `[http]`: every bound within its range, and the OAuth settings sound.
+    fn check_http(&self, http: &HttpSettings) -> Result<(), SettingsError> {
         let out_of_range = |reason| SettingsError::Limit {
-            origin: origin.clone(),
+            origin: self.origin.clone(),
             reason,
         };
-        if let Some(rate) = file.http.calls_per_second {
+        if let Some(rate) = http.calls_per_second {
             within("http.calls_per_second", rate, &CALLS_PER_SECOND).map_err(out_of_range)?;
         }
-        if let Some(per_day) = file.http.summaries_per_day {
+        if let Some(per_day) = http.summaries_per_day {
             within("http.summaries_per_day", per_day, &SUMMARIES_PER_DAY).map_err(out_of_range)?;
         }
-        if let Some(oauth) = &file.http.oauth {
+        if let Some(oauth) = &http.oauth {
             oauth.check().map_err(|e| out_of_range(e.to_string()))?;
         }
-        for (bound, value) in HTTP_BOUNDS.iter().zip(file.http.configured_bounds()) {
+        for (bound, value) in HTTP_BOUNDS.iter().zip(http.configured_bounds()) {
             if let Some(value) = value {
                 within(&format!("http.{}", bound.name), value, &bound.range)
                     .map_err(out_of_range)?;
             }
         }
-
-        let u32_of = |name| values.get(name).map(|&v| v as u32);
-        let settings = Settings {
-            db: db.0,
-            database,
-            cache_dir: cache.0,
-            // Each value was checked against its range, which for the u32 limits ends at 1,000.
-            limits: LimitOverrides {
-                max_files: values.get("max_files").copied(),
-                max_log_entries: values.get("max_log_entries").copied(),
-                max_total_bytes: values.get("max_total_bytes").copied(),
-                max_write_bytes: values.get("max_write_bytes").copied(),
-                max_log_entry_bytes: values.get("max_log_entry_bytes").copied(),
-                versions_kept: u32_of("versions_kept"),
-                log_page_size: u32_of("log_page_size"),
-                max_response_tokens: values.get("max_response_tokens").copied(),
-            },
-            anthropic: AnthropicConfig {
-                api_key,
-                base_url: base_url.0,
-                model: model.0,
-            },
-            http: file.http,
-        };
-        Ok(Resolved {
-            settings,
-            config_file,
-            keys_file,
-            report,
-        })
+        Ok(())
     }
 }
 
