@@ -45,6 +45,7 @@ use scratchpad_guest::ports::{
 };
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
 use scratchpad_store::logs;
+use scratchpad_store::rows::Tally;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -266,7 +267,7 @@ impl Backend for Postgres {
             limits,
             agent: None,
             pending_summaries: Vec::new(),
-            home: Arc::clone(&self.pool),
+            pool: Arc::clone(&self.pool),
         }))))
     }
 
@@ -334,13 +335,14 @@ struct PgTxn {
     /// The agent whose lock a write call holds.
     agent: Option<String>,
     pending_summaries: Vec<PendingSummary>,
-    home: Arc<Pool>,
+    /// The pool the call's connections come from and go back to.
+    pool: Arc<Pool>,
 }
 
 impl PgTxn {
     /// The connection, for work on `agent`'s data: a write call first takes the agent's
     /// lock, and acts for that agent only.
-    fn on(&mut self, agent: &str) -> Result<&mut Conn, StoreError> {
+    fn conn_for(&mut self, agent: &str) -> Result<&mut Conn, StoreError> {
         if self.mode == Mode::Write {
             match &self.agent {
                 Some(held) if held == agent => {}
@@ -365,7 +367,7 @@ impl PgTxn {
     /// connection back while a model thought, a new snapshot on a connection from the pool.
     fn conn_mut(&mut self) -> Result<&mut Conn, StoreError> {
         if self.conn.is_none() {
-            self.conn = Some(begin_on(&self.home, self.mode)?);
+            self.conn = Some(begin_on(&self.pool, self.mode)?);
         }
         Ok(self.conn.as_mut().expect("a connection was just put there"))
     }
@@ -378,7 +380,7 @@ impl PgTxn {
             && let Some(mut conn) = self.conn.take()
         {
             let ended = conn.batch("COMMIT");
-            self.home.give_back(conn, ended.is_ok());
+            self.pool.give_back(conn, ended.is_ok());
             ended?;
         }
         Ok(())
@@ -387,7 +389,7 @@ impl PgTxn {
     /// The connection for a change to `agent`'s data; refused in a read call.
     fn writing(&mut self, agent: &str, what: &str) -> Result<&mut Conn, StoreError> {
         self.mode.allows_writes(what)?;
-        self.on(agent)
+        self.conn_for(agent)
     }
 
     /// (file id, last version, current version) of a path ever written.
@@ -396,7 +398,7 @@ impl PgTxn {
         agent: &str,
         path: &str,
     ) -> Result<Option<(i64, u64, Option<u64>)>, StoreError> {
-        let row = self.on(agent)?.query_opt(
+        let row = self.conn_for(agent)?.query_opt(
             "SELECT id, last_version, current_version FROM files WHERE agent_id = $1 AND path = $2",
             &[&agent, &path],
         )?;
@@ -410,15 +412,17 @@ impl PgTxn {
         .transpose()
     }
 
-    /// Adds to an agent's counters (creating its row on first use).
-    fn bump(
-        conn: &mut Conn,
-        agent: &str,
-        bytes: i64,
-        files: i64,
-        entries: i64,
-        ops: i64,
-    ) -> Result<(), StoreError> {
+    /// Adds `change` to an agent's counters (creating its row on first use). Its `changes`
+    /// are SQLite's: a write call here holds its agent's lock from its first read, so
+    /// nothing needs the generation.
+    fn bump(conn: &mut Conn, agent: &str, change: Tally) -> Result<(), StoreError> {
+        let Tally {
+            bytes,
+            files,
+            log_entries: entries,
+            operations: ops,
+            changes: _,
+        } = change;
         conn.execute(
             "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
              VALUES ($1, $2, $3, $4, $5)
@@ -497,14 +501,28 @@ impl PgTxn {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut()?;
         if summaries.is_empty() {
-            return Self::bump(conn, agent, 0, 0, 0, 1);
+            return Self::bump(
+                conn,
+                agent,
+                Tally {
+                    operations: 1,
+                    ..Tally::default()
+                },
+            );
         }
         conn.batch("BEGIN")?;
         for s in &summaries {
             // A version deleted or pruned meanwhile simply goes uncached.
             Self::store_summary(conn, s)?;
         }
-        Self::bump(conn, agent, 0, 0, 0, 1)?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                operations: 1,
+                ..Tally::default()
+            },
+        )?;
         conn.batch("COMMIT")
     }
 }
@@ -516,7 +534,7 @@ impl PgTxn {
             return Ok(None);
         };
         let kept = self
-            .on(agent)?
+            .conn_for(agent)?
             .query(
                 "SELECT version, bytes, scratchpad_rfc3339(created_at), sha256 FROM versions
                  WHERE file_id = $1 ORDER BY version",
@@ -541,7 +559,7 @@ impl PgTxn {
         path: &str,
         version: u64,
     ) -> Result<Option<String>, StoreError> {
-        let row = self.on(agent)?.query_opt(
+        let row = self.conn_for(agent)?.query_opt(
             "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
              WHERE f.agent_id = $1 AND f.path = $2 AND v.version = $3",
             &[&agent, &path, &to_i64(version).unwrap_or(-1)],
@@ -562,7 +580,7 @@ impl PgTxn {
             row.map_or((0, false), |(_, last, current)| (last, current.is_some()));
         check_new_version(path, version, last).map_err(refused)?;
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
-        let conn = self.on(agent)?;
+        let conn = self.conn_for(agent)?;
         let id: i64 = col(
             &conn.query_one(
                 "INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
@@ -580,7 +598,15 @@ impl PgTxn {
             &[&id, &v, &bytes, &content.as_bytes(), &content_hash(content)],
         )?;
         Self::index_file(conn, agent, path, Some(version), content)?;
-        Self::bump(conn, agent, bytes, i64::from(!existed), 0, 0)
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes,
+                files: i64::from(!existed),
+                ..Tally::default()
+            },
+        )
     }
 
     fn prune_versions(
@@ -593,7 +619,7 @@ impl PgTxn {
         let row = self.file_row(agent, path)?;
         check_prune(path, keep_from, row.and_then(|(_, _, current)| current)).map_err(refused)?;
         let id = row.map_or(0, |(id, _, _)| id);
-        let conn = self.on(agent)?;
+        let conn = self.conn_for(agent)?;
         // Summaries of the dropped versions go with them (ON DELETE CASCADE).
         let freed: i64 = col(
             &conn.query_one(
@@ -603,7 +629,14 @@ impl PgTxn {
             )?,
             0,
         )?;
-        Self::bump(conn, agent, -freed, 0, 0, 0)
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes: -freed,
+                ..Tally::default()
+            },
+        )
     }
 
     fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
@@ -611,7 +644,7 @@ impl PgTxn {
         let Some((id, _, Some(_))) = self.file_row(agent, path)? else {
             return Ok(false);
         };
-        let conn = self.on(agent)?;
+        let conn = self.conn_for(agent)?;
         let freed: i64 = col(
             &conn.query_one(
                 "WITH gone AS (DELETE FROM versions WHERE file_id = $1 RETURNING bytes),
@@ -623,13 +656,21 @@ impl PgTxn {
             0,
         )?;
         Self::index_file(conn, agent, path, None, "")?;
-        Self::bump(conn, agent, -freed, -1, 0, 0)?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes: -freed,
+                files: -1,
+                ..Tally::default()
+            },
+        )?;
         Ok(true)
     }
 
     fn list_files(&mut self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError> {
         // `path >= $2` lets the (agent_id, path) index start at the prefix.
-        self.on(agent)?
+        self.conn_for(agent)?
             .query(
                 "SELECT path, current_version, current_bytes, scratchpad_rfc3339(updated_at)
                  FROM files
@@ -684,7 +725,15 @@ impl PgTxn {
             ],
         )?;
         Self::index(conn, agent, path, true, to_u64(id), body)?;
-        Self::bump(conn, agent, bytes, 0, 1, 0)?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes,
+                log_entries: 1,
+                ..Tally::default()
+            },
+        )?;
         Ok(to_u64(id))
     }
 
@@ -695,7 +744,7 @@ impl PgTxn {
         after: u64,
         limit: u32,
     ) -> Result<Vec<LogEntry>, StoreError> {
-        self.on(agent)?
+        self.conn_for(agent)?
             .query(
                 "SELECT id, is_text, body, scratchpad_rfc3339(created_at) FROM log_entries
                  WHERE agent_id = $1 AND path = $2 AND id > $3 ORDER BY id LIMIT $4",
@@ -723,7 +772,7 @@ impl PgTxn {
     }
 
     fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
-        let row = self.on(agent)?.query_opt(
+        let row = self.conn_for(agent)?.query_opt(
             "SELECT total_bytes, file_count, log_entry_count, total_operations
              FROM agents WHERE agent_id = $1",
             &[&agent],
@@ -746,7 +795,7 @@ impl PgTxn {
         version: u64,
         model: &str,
     ) -> Result<Option<String>, StoreError> {
-        let row = self.on(agent)?.query_opt(
+        let row = self.conn_for(agent)?.query_opt(
             "SELECT s.summary FROM summaries s JOIN files f ON f.id = s.file_id
              WHERE f.agent_id = $1 AND f.path = $2 AND s.version = $3 AND s.model = $4",
             &[&agent, &path, &to_i64(version).unwrap_or(-1), &model],
@@ -767,12 +816,12 @@ impl PgTxn {
             self.pending_summaries.push(summary);
             return Ok(());
         }
-        let stored = Self::store_summary(self.on(agent)?, &summary)?;
+        let stored = Self::store_summary(self.conn_for(agent)?, &summary)?;
         check_summary_kept(path, version, stored).map_err(refused)
     }
 
     fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {
-        let row = self.on(agent)?.query_opt(
+        let row = self.conn_for(agent)?.query_opt(
             "SELECT last_id, entries, keep_last, max_age_seconds FROM logs
              WHERE agent_id = $1 AND path = $2",
             &[&agent, &path],
@@ -830,7 +879,15 @@ impl PgTxn {
             &[&agent, &path, &before, &age],
         )?;
         let (entries, bytes): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
-        Self::bump(conn, agent, -bytes, 0, -entries, 0)?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes: -bytes,
+                log_entries: -entries,
+                ..Tally::default()
+            },
+        )?;
         Ok(to_u64(entries))
     }
 
@@ -846,7 +903,7 @@ impl PgTxn {
         let Some(query) = search::query(terms, match_all)? else {
             return Ok(Vec::new());
         };
-        self.on(agent)?
+        self.conn_for(agent)?
             .query(
                 "SELECT path, is_log, ref FROM search_docs
                  WHERE agent_id = $1 AND doc @@ $2::text::tsquery AND starts_with(path, $3)
@@ -877,8 +934,15 @@ impl PgTxn {
 
     fn commit(mut self, agent: &str) -> Result<(), StoreError> {
         if self.mode == Mode::Write {
-            let conn = self.on(agent)?;
-            Self::bump(conn, agent, 0, 0, 0, 1)?;
+            let conn = self.conn_for(agent)?;
+            Self::bump(
+                conn,
+                agent,
+                Tally {
+                    operations: 1,
+                    ..Tally::default()
+                },
+            )?;
             conn.batch("COMMIT")?;
             self.release();
             return Ok(());
@@ -898,7 +962,7 @@ impl PgTxn {
     /// Returns the connection, its transaction ended, to the pool.
     fn release(&mut self) {
         if let Some(conn) = self.conn.take() {
-            self.home.give_back(conn, true);
+            self.pool.give_back(conn, true);
         }
     }
 }
@@ -910,6 +974,6 @@ impl Drop for PgTxn {
         };
         // Roll back what was not committed; a connection that cannot is closed, not pooled.
         let rolled_back = conn.batch("ROLLBACK").is_ok();
-        self.home.give_back(conn, rolled_back);
+        self.pool.give_back(conn, rolled_back);
     }
 }

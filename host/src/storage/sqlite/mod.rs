@@ -151,7 +151,7 @@ impl Sqlite {
             stale: Cell::new(false),
             limits,
             pending_summaries: RefCell::default(),
-            home: Arc::clone(&self.pool),
+            pool: Arc::clone(&self.pool),
             index: Arc::clone(&self.index),
             uncounted: Arc::clone(&self.uncounted),
         }))
@@ -259,7 +259,8 @@ struct SqliteTxn {
     stale: Cell<bool>,
     limits: LimitOverrides,
     pending_summaries: RefCell<Vec<PendingSummary>>,
-    home: Arc<Mutex<Vec<Connection>>>,
+    /// The store's pool, which the connection goes back to.
+    pool: Arc<Mutex<Vec<Connection>>>,
     index: Arc<IndexFile>,
     uncounted: Uncounted,
 }
@@ -580,7 +581,7 @@ impl Drop for SqliteTxn {
         // connection left in an unknown state is closed rather than pooled.
         let rolled_back = conn.is_autocommit() || conn.execute_batch("ROLLBACK").is_ok();
         if rolled_back && conn.execute_batch("PRAGMA synchronous = FULL").is_ok() {
-            give_back(&self.home, conn);
+            give_back(&self.pool, conn);
         }
     }
 }
