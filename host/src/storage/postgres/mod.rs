@@ -435,6 +435,15 @@ impl PgTxn {
         .map(drop)
     }
 
+    /// Counts one call of `agent` that succeeded.
+    fn count_call(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
+        let call = Tally {
+            operations: 1,
+            ..Tally::default()
+        };
+        Self::bump(conn, agent, call)
+    }
+
     /// Stores a summary if its version is kept; whether it was.
     fn store_summary(conn: &mut Conn, p: &PendingSummary) -> Result<bool, StoreError> {
         let stored = conn.execute(
@@ -501,28 +510,14 @@ impl PgTxn {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut()?;
         if summaries.is_empty() {
-            return Self::bump(
-                conn,
-                agent,
-                Tally {
-                    operations: 1,
-                    ..Tally::default()
-                },
-            );
+            return Self::count_call(conn, agent);
         }
         conn.batch("BEGIN")?;
         for s in &summaries {
             // A version deleted or pruned meanwhile simply goes uncached.
             Self::store_summary(conn, s)?;
         }
-        Self::bump(
-            conn,
-            agent,
-            Tally {
-                operations: 1,
-                ..Tally::default()
-            },
-        )?;
+        Self::count_call(conn, agent)?;
         conn.batch("COMMIT")
     }
 }
@@ -935,14 +930,7 @@ impl PgTxn {
     fn commit(mut self, agent: &str) -> Result<(), StoreError> {
         if self.mode == Mode::Write {
             let conn = self.conn_for(agent)?;
-            Self::bump(
-                conn,
-                agent,
-                Tally {
-                    operations: 1,
-                    ..Tally::default()
-                },
-            )?;
+            Self::count_call(conn, agent)?;
             conn.batch("COMMIT")?;
             self.release();
             return Ok(());
