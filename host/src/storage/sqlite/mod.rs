@@ -147,8 +147,11 @@ impl Sqlite {
         Ok(Box::new(SqliteTxn {
             conn: Some(conn),
             mode,
-            writing: Cell::new(locked),
-            stale: Cell::new(false),
+            phase: Cell::new(if locked {
+                Phase::Writing
+            } else {
+                Phase::Reading
+            }),
             limits,
             pending_summaries: RefCell::default(),
             pool: Arc::clone(&self.pool),
@@ -249,14 +252,24 @@ impl Backend for Sqlite {
     }
 }
 
+/// How far a call's transaction has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// In a read snapshot, holding no write lock: every call starts here.
+    Reading,
+    /// Holding the write lock: the call has made (or is making) its first change.
+    Writing,
+    /// Another process changed the agent's rows between the call's reads and its lock:
+    /// nothing was written, nothing more will be, and the call runs again.
+    Stale,
+}
+
 struct SqliteTxn {
     /// Always `Some` until commit or drop take it.
     conn: Option<Connection>,
     mode: Mode,
-    /// The write lock is held: the call has made (or is making) its first change.
-    writing: Cell<bool>,
-    /// Another process changed the agent's rows between this call's reads and its lock.
-    stale: Cell<bool>,
+    /// Where the call is: reading, or holding the write lock, or found stale.
+    phase: Cell<Phase>,
     limits: LimitOverrides,
     pending_summaries: RefCell<Vec<PendingSummary>>,
     /// The store's pool, which the connection goes back to.
@@ -276,13 +289,11 @@ impl SqliteTxn {
     /// first change.
     fn writable(&self, agent: &str, what: &str) -> Result<(), StoreError> {
         self.mode.allows_writes(what)?;
-        if self.stale.get() {
-            return Err(StoreError::Stale);
+        match self.phase.get() {
+            Phase::Reading => self.take_write_lock(agent),
+            Phase::Writing => Ok(()),
+            Phase::Stale => Err(StoreError::Stale),
         }
-        if !self.writing.get() {
-            self.take_write_lock(agent)?;
-        }
-        Ok(())
     }
 
     /// Ends the call's read snapshot and begins a write transaction (waiting at most
@@ -295,11 +306,11 @@ impl SqliteTxn {
         conn.execute_batch("COMMIT; BEGIN IMMEDIATE")
             .map_err(map_err)?;
         if rows::generation(conn, agent)? != read {
-            self.stale.set(true);
+            self.phase.set(Phase::Stale);
             conn.execute_batch("ROLLBACK").map_err(map_err)?;
             return Err(StoreError::Stale);
         }
-        self.writing.set(true);
+        self.phase.set(Phase::Writing);
         Ok(())
     }
 
@@ -495,11 +506,10 @@ impl SqliteTxn {
 
 impl Txn for SqliteTxn {
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
-        if self.stale.get() {
-            return Err(StoreError::Stale);
-        }
-        if self.writing.get() {
-            return self.count_and_commit(agent);
+        match self.phase.get() {
+            Phase::Stale => return Err(StoreError::Stale),
+            Phase::Writing => return self.count_and_commit(agent),
+            Phase::Reading => {}
         }
         // A read, or a write call that changed nothing: end its snapshot. Counting it (and
         // caching a summary) is bookkeeping that must not fail the answer.
@@ -516,7 +526,7 @@ impl Txn for SqliteTxn {
     }
 
     fn conflicted(&self) -> bool {
-        self.stale.get()
+        self.phase.get() == Phase::Stale
     }
 }
 
