@@ -137,7 +137,8 @@ impl Service {
 
     /// Runs one call: a write call waits for its agent's turn in this process (see
     /// [`Writers`]), and runs again, [`ATTEMPTS`] times at most, while its store finds that
-    /// another process changed the agent's data under it ([`Txn::conflicted`]); the last run holds the write lock from its start.
+    /// another process changed the agent's data under it ([`Txn::conflicted`]); the last
+    /// run holds the write lock from its start.
     fn run(&self, tool: ToolName, args: &Map<String, Value>) -> Result<Value, CallError> {
         let mode = mode_of(tool);
         let agent = agent_of(args);
@@ -145,31 +146,30 @@ impl Service {
         let arguments = serde_json::to_string(args).unwrap_or_default();
         for _ in 1..ATTEMPTS {
             let begin = || self.backend.begin(mode, self.limits);
-            if let Attempt::Done(result) = self.attempt(tool, args, &arguments, begin) {
+            if let Some(result) = self.attempt(tool, args, &arguments, begin) {
                 return result;
             }
         }
         // The last run holds the write lock from the start: it cannot conflict.
         let begin = || self.backend.begin_locked(self.limits);
-        match self.attempt(tool, args, &arguments, begin) {
-            Attempt::Done(result) => result,
-            Attempt::Conflicted => Err(CallError::Storage(StorageError::Busy)),
-        }
+        self.attempt(tool, args, &arguments, begin)
+            .unwrap_or(Err(CallError::Storage(StorageError::Busy)))
     }
 
     /// One run of the guest's `json` export in its own transaction: committed only when the
     /// guest answered, saw no storage failure, and its answer passed [`answer::check`].
+    /// `None` when the store found a conflict: nothing was written, and the call runs again.
     fn attempt(
         &self,
         tool: ToolName,
         args: &Map<String, Value>,
         arguments: &str,
         begin: impl FnOnce() -> Result<Box<dyn Txn>, StoreError>,
-    ) -> Attempt {
+    ) -> Option<Result<Value, CallError>> {
         let agent = agent_of(args);
         let txn = match begin() {
             Ok(txn) => txn,
-            Err(e) => return Attempt::Done(Err(CallError::Storage(e.into()))),
+            Err(e) => return Some(Err(CallError::Storage(e.into()))),
         };
         let ran = run_in(txn, agent, &self.model, |state| {
             self.sandbox.run(state, |instance, store| {
@@ -177,10 +177,7 @@ impl Service {
                     .scratchpad_mcp_json()
                     .call_call(store, tool.as_str(), arguments)
             })
-        });
-        let Some(ran) = ran else {
-            return Attempt::Conflicted;
-        };
+        })?;
         let finish = || {
             let answer = ran.answer.map_err(CallError::Sandbox)?;
             if let Some(failure) = ran.failure {
@@ -195,18 +192,10 @@ impl Service {
                 .map_err(|e| CallError::Storage(e.into()))?;
             Ok(json)
         };
-        Attempt::Done(finish())
+        Some(finish())
     }
 }
 
 /// How often a write call runs at most when other processes keep changing its agent's data
 /// under it: the last run waits for the write lock before it reads.
 const ATTEMPTS: usize = 3;
-
-/// How one run of a call ended.
-enum Attempt {
-    /// With the call's result.
-    Done(Result<Value, CallError>),
-    /// Its store found that what it read had changed: it wrote nothing, and runs again.
-    Conflicted,
-}
