@@ -14,9 +14,10 @@ use scratchpad_guest::testing::ScriptedModel;
 use scratchpad_guest::{api, tools};
 use scratchpad_mcp::bindings::NO_OVERRIDES;
 use scratchpad_mcp::bindings::{LogValue, ToolError, Tools, api as host_api};
+use scratchpad_mcp::guard::Guard;
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
-use scratchpad_mcp::storage::{Backend, Mode, Sqlite, Txn};
+use scratchpad_mcp::storage::{Backend, Mode, Sqlite};
 use scratchpad_mcp::summariser::{Anthropic, AnthropicConfig, SummaryModel};
 use scratchpad_mcp::{Service, Settings};
 use serde_json::{Value, json};
@@ -65,7 +66,7 @@ impl Ways {
     fn native<R, E: std::fmt::Debug>(
         &self,
         mode: Mode,
-        tool: impl FnOnce(&dyn Txn) -> Result<R, E>,
+        tool: impl FnOnce(&Guard) -> Result<R, E>,
     ) -> R {
         native_call(&self.native, mode, "bench", tool)
     }

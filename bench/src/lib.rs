@@ -3,15 +3,15 @@
 //! benchmarks write.
 //!
 //! The native path does what `Service::call` does minus the sandbox and the JSON: begin the
-//! call's transaction, run the same tool function, commit. The host's transaction is the
-//! guest's storage port, so nothing stands between them.
+//! call's transaction, run the same tool function over the same guard, commit.
 
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_mcp::bindings::{ToolError as HostToolError, Tools};
+use scratchpad_mcp::guard::Guard;
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::Sandbox;
 use scratchpad_mcp::sequence::run_in;
-use scratchpad_mcp::storage::{Backend, Mode, Txn};
+use scratchpad_mcp::storage::{Backend, Mode};
 use scratchpad_mcp::summariser::SummaryModel;
 use std::sync::Arc;
 
@@ -59,16 +59,18 @@ pub fn component_call<R>(
     result
 }
 
-/// Runs `tool` natively in one transaction of `backend`, as the service would: the host's
-/// transaction is the guest's storage port, so the tool runs on it as it is.
+/// Runs `tool` natively in one transaction of `backend`, as the service would: through the
+/// guard the component's requests pass, so the ratio is the sandbox's cost alone.
 pub fn native_call<R, E: std::fmt::Debug>(
     backend: &dyn Backend,
     mode: Mode,
     agent: &str,
-    tool: impl FnOnce(&dyn Txn) -> Result<R, E>,
+    tool: impl FnOnce(&Guard) -> Result<R, E>,
 ) -> R {
-    let txn = backend.begin(mode, NO_OVERRIDES).expect("begin");
-    let result = tool(&*txn).expect("the native call works");
+    let guard = Guard::new(agent, backend.begin(mode, NO_OVERRIDES).expect("begin"));
+    let result = tool(&guard).expect("the native call works");
+    let (txn, failure) = guard.finish();
+    assert!(failure.is_none(), "{failure:?}");
     txn.commit(agent).expect("commit");
     result
 }

@@ -173,13 +173,18 @@ pub fn check_summary_kept(path: &str, version: u64, kept: bool) -> Result<(), St
     )))
 }
 
-/// An `append-log` entry as stored: whether it is text, and its body, whose size must be the
-/// `bytes` the tools counted against the quotas.
-pub fn check_log_bytes(entry: &LogValue, bytes: u64) -> Result<(bool, &str), StorageError> {
-    let (is_text, body) = match entry {
+/// An `append-log` entry as stored: whether it is text, and its body.
+pub fn log_body(entry: &LogValue) -> (bool, &str) {
+    match entry {
         LogValue::Text(t) => (true, t.as_str()),
         LogValue::Json(j) => (false, j.as_str()),
-    };
+    }
+}
+
+/// An `append-log` entry as stored ([`log_body`]), refused unless its size is the `bytes`
+/// the tools counted against the quotas.
+pub fn check_log_bytes(entry: &LogValue, bytes: u64) -> Result<(bool, &str), StorageError> {
+    let (is_text, body) = log_body(entry);
     if bytes != body.len() as u64 {
         return Err(StorageError::Refused(format!(
             "append-log counted {bytes} bytes for an entry of {} bytes",

@@ -17,12 +17,12 @@ pub const TABLE_LIMIT: usize = 100_000;
 
 /// The resource limits of one call, remembering whether the guest ran into them.
 #[derive(Debug, Default)]
-pub struct CallLimits {
+pub struct CallBounds {
     /// The guest asked for more memory than [`MEMORY_LIMIT`].
     pub hit_memory_limit: bool,
 }
 
-impl ResourceLimiter for CallLimits {
+impl ResourceLimiter for CallBounds {
     fn memory_growing(
         &mut self,
         _current: usize,

@@ -124,6 +124,7 @@ type CallKind = (&'static str, &'static str);
 /// Calls per (tool, outcome), and their total time in seconds.
 #[derive(Debug, Default)]
 pub struct Metrics {
+    /// Shared by every call of the server; `/metrics` reads it whole.
     calls: Mutex<BTreeMap<CallKind, (u64, f64)>>,
 }
 

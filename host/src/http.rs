@@ -307,7 +307,9 @@ async fn stop_signal() {
 
 /// What `/mcp` takes as a caller's proof: the keys in force, and tokens when configured.
 struct Auth {
+    /// The keys in force; SIGHUP swaps the ring inside, so every request sees the new keys.
     keys: Arc<KeyRing>,
+    /// Checks bearer tokens when `[http.oauth]` is set; shared for its cached issuer keys.
     verifier: Option<Arc<Verifier>>,
 }
 

@@ -22,13 +22,17 @@ pub struct Bounds {
 /// The calls in flight, by key.
 #[derive(Debug)]
 pub struct InFlight {
+    /// How many calls may run at once, in all and per key.
     bounds: Bounds,
+    /// The calls running now; every admission and every ticket dropped changes it.
     running: Mutex<Running>,
 }
 
 #[derive(Debug, Default)]
 struct Running {
+    /// Calls running for every key together.
     total: u32,
+    /// Calls running per key (a key with none has no entry).
     by_key: HashMap<String, u32>,
 }
 
@@ -92,7 +96,9 @@ impl InFlight {
 /// One admitted call; dropping it (where the call's work ends) lets the next one in.
 #[derive(Debug)]
 pub struct Ticket {
+    /// Where the call was counted, to be let go of on drop.
     of: Arc<InFlight>,
+    /// The caller the call was counted for.
     key: String,
 }
 

@@ -7,14 +7,15 @@
 //! - [`bindings`]: the host side of `wit/scratchpad.wit` (the only `bindgen!`).
 //! - [`bounds`]: the memory and tables one call's instance may use.
 //! - [`sandbox`]: engine, limits, the compiled-component cache, one fresh instance per call.
+//! - [`storage`]: the [`storage::Backend`] interface, SQLite (embedded) and PostgreSQL (hosted),
+//!   which only persist.
+//! - [`guard`]: every check of what the guest asks of storage and answers.
 //! - [`imports`]: the WIT imports (`storage`, `summariser`) and the state of one call.
-//! - [`storage`]: the [`storage::Backend`] interface, SQLite (embedded) and PostgreSQL (hosted).
 //! - [`summariser`]: Claude over the Anthropic Messages API.
 //! - [`sequence`]: one run of the guest in its call's transaction, for every caller of it.
 //! - [`service`]: one tool call, start to finish, as one transaction, through the guest's
 //!   `json` export (the tool surface is the guest crate's `json` module).
 //! - [`writers`]: one write call per agent at a time in this process.
-//! - [`answer`]: what the host checks of a guest's JSON answer before it commits.
 //! - [`mcp`]: the MCP server (rmcp), over stdio or HTTP.
 //! - [`http`]: hosted mode: Streamable HTTP, `/health`, `/metrics`, bearer keys.
 //! - [`keys`]: API keys, kept hashed, each bound to agents and a scope.
@@ -26,10 +27,10 @@
 //! - [`private`]: files and folders created for their owner only (0600, 0700).
 //! - [`standalone`]: the self-contained components (tools and SQLite in one) it carries.
 
-pub mod answer;
 pub mod bindings;
 pub mod bounds;
 pub mod gate;
+pub mod guard;
 pub mod http;
 pub mod imports;
 pub mod in_flight;

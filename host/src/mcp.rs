@@ -44,7 +44,9 @@ summarize_file gives a cached summary of a long file. list_files, file_history a
 /// The MCP face of a [`Service`].
 #[derive(Clone)]
 pub struct McpServer {
+    /// The one service every session and request shares.
     service: Arc<Service>,
+    /// The catalogue, built once: `tools/list` answers it as it is.
     tools: Arc<Vec<Tool>>,
     /// Hosted mode's checks: the key's agents and scope, the agent's rate.
     gate: Arc<Gate>,

@@ -32,7 +32,9 @@ pub type Allowance = Result<(), Duration>;
 /// The per-agent rate, and the buckets kept in memory when the backend keeps none.
 #[derive(Debug)]
 pub struct RateLimiter {
+    /// The rate every agent's bucket refills at.
     rate: Rate,
+    /// Each agent's tokens and when they were counted; shared by every call of the process.
     buckets: Mutex<HashMap<String, (f64, Instant)>>,
 }
 

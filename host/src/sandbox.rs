@@ -6,7 +6,7 @@
 //! engine's configuration, so a start does not pay for Cranelift again.
 
 use crate::bindings::{Scratchpad, ScratchpadPre};
-use crate::bounds::{CallLimits, MEMORY_LIMIT};
+use crate::bounds::{CallBounds, MEMORY_LIMIT};
 use crate::imports::CallState;
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -49,7 +49,7 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
-    fn from_wasmtime(e: &wasmtime::Error, limits: &CallLimits) -> Self {
+    fn from_wasmtime(e: &wasmtime::Error, limits: &CallBounds) -> Self {
         if limits.hit_memory_limit {
             return SandboxError::MemoryLimit;
         }
@@ -63,8 +63,11 @@ impl SandboxError {
 
 /// The engine, the pre-linked component, and the clock that bounds each call.
 pub struct Sandbox {
+    /// One engine for the process: compiled code and the epoch clock are shared by every call.
     engine: Engine,
+    /// The component linked once; each call only instantiates it.
     pre: ScratchpadPre<CallState>,
+    /// Tells the epoch ticker thread to stop when the sandbox goes.
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -137,7 +140,7 @@ impl Sandbox {
     /// A fresh store for one call, with its memory limiter and CPU bound.
     fn store(&self, state: CallState) -> Store<CallState> {
         let mut store = Store::new(&self.engine, state);
-        store.limiter(|s| &mut s.limits);
+        store.limiter(|s| &mut s.bounds);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
             if ctx.data().guest_time() > CPU_LIMIT {
@@ -156,7 +159,7 @@ fn finish<R>(
     result: wasmtime::Result<R>,
 ) -> (Result<R, SandboxError>, CallState) {
     let result = result.map_err(|e| {
-        let error = SandboxError::from_wasmtime(&e, &store.data().limits);
+        let error = SandboxError::from_wasmtime(&e, &store.data().bounds);
         tracing::warn!(error = %e, "guest call failed");
         error
     });

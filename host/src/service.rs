@@ -3,9 +3,9 @@
 //!
 //! This is the one path every call takes, whichever transport it came by.
 
-use crate::answer;
 use crate::bindings::exports::scratchpad::mcp::json::CallError as GuestCallError;
 use crate::bindings::{LimitOverrides, NO_OVERRIDES, ToolError};
+use crate::guard::answers;
 use crate::rate::{Allowance, Rate};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::sequence::{mode_of, run_in};
@@ -73,9 +73,13 @@ pub fn agent_of(args: &Map<String, Value>) -> &str {
 
 /// The scratchpad: the guest's rules over a store and a summariser.
 pub struct Service {
+    /// Runs the guest, a fresh instance per call.
     sandbox: Sandbox,
+    /// Where calls' transactions come from; shared by every call.
     backend: Box<dyn Backend>,
+    /// Who writes summaries, shared so concurrent requests for one summary share one request.
     model: Arc<dyn SummaryModel>,
+    /// The operator's limits, handed to every call.
     limits: LimitOverrides,
     /// Queues one agent's write calls, so that they do not make each other run again.
     writers: Writers,
@@ -157,7 +161,7 @@ impl Service {
     }
 
     /// One run of the guest's `json` export in its own transaction: committed only when the
-    /// guest answered, saw no storage failure, and its answer passed [`answer::check`].
+    /// guest answered, saw no storage failure, and its answer passed [`answers::check`].
     /// `None` when the store found a conflict: nothing was written, and the call runs again.
     fn attempt(
         &self,
@@ -186,7 +190,7 @@ impl Service {
             let text = answer.map_err(CallError::from)?;
             let json: Value = serde_json::from_str(&text)
                 .map_err(|_| CallError::Guest("an answer that is not JSON".into()))?;
-            answer::check(tool, args, &json).map_err(CallError::Guest)?;
+            answers::check(tool, args, &json).map_err(CallError::Guest)?;
             ran.txn
                 .commit(agent)
                 .map_err(|e| CallError::Storage(e.into()))?;

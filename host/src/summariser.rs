@@ -74,6 +74,7 @@ impl std::fmt::Debug for AnthropicConfig {
 
 /// The Anthropic Messages API.
 pub struct Anthropic {
+    /// Key, model, endpoint and timeouts, as configured.
     config: AnthropicConfig,
     /// Built on first use, on the thread that makes the call.
     client: OnceLock<Result<reqwest::blocking::Client, String>>,
@@ -311,13 +312,17 @@ fn with_attempts(e: SummariserError, attempts: u32) -> SummariserError {
 
 /// Shares one request among concurrent calls that need the same summary.
 pub struct SingleFlight<M> {
+    /// The model that actually answers.
     inner: M,
+    /// Requests being answered now, by the hash of what they ask; a second asker waits on the first.
     in_flight: Mutex<HashMap<[u8; 32], Arc<Flight>>>,
 }
 
 #[derive(Default)]
 struct Flight {
+    /// The answer, once the first asker has it.
     result: Mutex<Option<Result<String, SummariserError>>>,
+    /// Wakes the askers waiting for this answer.
     done: Condvar,
 }
 

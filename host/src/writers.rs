@@ -11,14 +11,18 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 /// The agents with a write call running.
 #[derive(Debug, Default)]
 pub struct Writers {
+    /// The agents with a write call running in this process.
     writing: Mutex<HashSet<String>>,
+    /// Wakes the calls waiting for an agent's turn when one ends.
     done: Condvar,
 }
 
 /// An agent's turn to write, given back when dropped.
 #[derive(Debug)]
 pub struct Turn<'w> {
+    /// Whose turn this is, to be given back on drop.
     writers: &'w Writers,
+    /// The agent the turn is for.
     agent: String,
 }
 

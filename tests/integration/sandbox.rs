@@ -2,6 +2,7 @@
 //! call committed. Each misbehaviour fails its own call cleanly; the next call works.
 
 use crate::common::Scratch;
+use scratchpad_mcp::bindings::NO_OVERRIDES;
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -108,9 +109,12 @@ fn a_trap_after_a_write_rolls_the_write_back() {
 
 #[test]
 fn another_agents_namespace_is_refused_even_if_the_guest_ignores_the_refusal() {
-    let s = hostile();
+    another_agents_namespace_is_refused_on(&hostile());
+}
+
+fn another_agents_namespace_is_refused_on(s: &Scratch) {
     s.write("victim", "f", "the victim's text");
-    let e = write_as(&s, "swallow").unwrap_err();
+    let e = write_as(s, "swallow").unwrap_err();
     assert!(
         e.starts_with("the server refused a request of the tool logic"),
         "{e}"
@@ -132,7 +136,65 @@ fn another_agents_namespace_is_refused_even_if_the_guest_ignores_the_refusal() {
     let stolen = s.err("read_file", json!({ "agent_id": "thief", "path": "f" }));
     assert!(!stolen.contains("the victim's text"), "{stolen}");
     assert!(stolen.contains("refused"), "{stolen}");
-    still_serving(&s);
+    still_serving(s);
+}
+
+/// Each refusal the storage contract owes holds whatever the guest does with it: the call
+/// fails naming the rule it broke, and nothing of it is kept. One suite, run on each backend,
+/// which the guard stands in front of.
+fn the_storage_rules_hold(s: &Scratch) {
+    let broken = [
+        ("rewind", "is not above its last version"),
+        ("prune-current", "would drop the current version"),
+        ("phantom-summary", "which is not kept"),
+    ];
+    for (agent, rule) in broken {
+        let e = write_as(s, agent).unwrap_err();
+        assert!(
+            e.starts_with("the server refused a request of the tool logic") && e.contains(rule),
+            "{agent}: {e}"
+        );
+        let read = s.err("read_file", json!({ "agent_id": agent, "path": "f" }));
+        assert!(
+            read.starts_with("no file"),
+            "{agent}'s write was kept: {read}"
+        );
+    }
+
+    s.write("sneak", "f", "before");
+    let e = s.err("read_file", json!({ "agent_id": "sneak", "path": "f" }));
+    assert!(e.contains("put-version in a read-only call"), "{e}");
+    let history = s.ok("file_history", json!({ "agent_id": "sneak", "path": "f" }));
+    assert_eq!(
+        history["versions"].as_array().map(Vec::len),
+        Some(1),
+        "{history}"
+    );
+
+    let e = s.err(
+        "append_log",
+        json!({ "agent_id": "miscount", "path": "l", "entry": "real" }),
+    );
+    assert!(
+        e.contains("append-log counted 1 bytes for an entry of 4 bytes"),
+        "{e}"
+    );
+    assert_eq!(s.usage("miscount")["total_bytes"], 0, "no entry was kept");
+    still_serving(s);
+}
+
+#[test]
+fn the_storage_rules_hold_on_sqlite() {
+    the_storage_rules_hold(&hostile());
+}
+
+#[test]
+fn the_storage_rules_hold_on_postgres() {
+    let Some(s) = Scratch::on_postgres(HOSTILE, NO_OVERRIDES) else {
+        return; // said why, and how to run it
+    };
+    the_storage_rules_hold(&s);
+    another_agents_namespace_is_refused_on(&s);
 }
 
 #[test]
@@ -233,7 +295,7 @@ fn service_with_cache(
         db: dir.join("store.db"),
         database: None,
         cache_dir: Some(cache.to_owned()),
-        limits: scratchpad_mcp::bindings::NO_OVERRIDES,
+        limits: NO_OVERRIDES,
         http: Default::default(),
         anthropic: scratchpad_mcp::summariser::AnthropicConfig {
             api_key: None,

@@ -1,16 +1,16 @@
 //! The host's side of the WIT imports, one module per interface, and the state of one call.
 //!
-//! Nothing the guest asks for is trusted: every storage request must name the agent the call
-//! is for and well-formed paths, writes are refused in a read-only call, and any storage
-//! failure is remembered so that a guest which swallows it still cannot get its call
-//! committed.
+//! Nothing the guest asks for is trusted: every storage request goes through the call's
+//! [`Guard`], which holds every check of it (the agent, the names, read-only calls, the
+//! version and log rules) and remembers the first failure.
 
 mod convert;
 mod storage;
 mod summariser;
 
 use crate::bindings::scratchpad::mcp::types;
-use crate::bounds::CallLimits;
+use crate::bounds::CallBounds;
+use crate::guard::Guard;
 use crate::storage::Txn;
 use crate::summariser::SummaryModel;
 use scratchpad_guest::StorageError;
@@ -21,18 +21,19 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// Everything one tool call's store holds.
 pub struct CallState {
-    /// The agent this call is for: the only namespace its storage requests may touch.
-    agent: String,
-    /// The call's transaction, which holds the operator's limits too.
-    txn: Box<dyn Txn>,
+    /// The call's transaction, behind the checks of every request the guest makes of it.
+    guard: Guard,
+    /// Who writes summaries; the same for every call of a service.
     model: Arc<dyn SummaryModel>,
-    /// The first storage failure of the call, if any.
-    failure: Option<StorageError>,
+    /// When the call began: with `in_imports`, the guest's own CPU time.
     started: Instant,
     /// Time spent inside imports, which does not count against the CPU limit.
     in_imports: Duration,
-    pub(crate) limits: CallLimits,
+    /// The memory bounds the sandbox enforces on this call's instance.
+    pub(crate) bounds: CallBounds,
+    /// The guest's WASI context: clocks and randomness only.
     wasi: WasiCtx,
+    /// The component model's resources of the call (WASI's own).
     table: ResourceTable,
 }
 
@@ -41,13 +42,11 @@ impl CallState {
     /// arguments, environment, files, sockets or stdio: only clocks and randomness.
     pub fn new(agent: &str, txn: Box<dyn Txn>, model: Arc<dyn SummaryModel>) -> Self {
         Self {
-            agent: agent.to_owned(),
-            txn,
+            guard: Guard::new(agent, txn),
             model,
-            failure: None,
             started: Instant::now(),
             in_imports: Duration::ZERO,
-            limits: CallLimits::default(),
+            bounds: CallBounds::default(),
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
         }
@@ -60,7 +59,7 @@ impl CallState {
 
     /// The transaction, and the first storage failure the guest saw (if any).
     pub fn finish(self) -> (Box<dyn Txn>, Option<StorageError>) {
-        (self.txn, self.failure)
+        self.guard.finish()
     }
 
     /// Runs `f` as time spent outside the guest.

@@ -1,81 +1,31 @@
-//! `scratchpad:mcp/storage`: the guest's storage requests, checked, then run in the call's
-//! transaction, which is the storage contract ([`scratchpad_guest::Storage`]).
-//!
-//! The guest's words are checked before any reaches the store: the agent must be the
-//! call's own, and every path and prefix must keep the path rules (parsed with the guest
-//! crate's own parsers, so the rules are the same ones).
+//! `scratchpad:mcp/storage`: the guest's storage requests, in the WIT's types, handed to the
+//! call's [`Guard`](crate::guard::Guard), which checks each one (the names first) and runs it
+//! in the call's transaction.
 
 use super::{CallState, convert};
 use crate::bindings::scratchpad::mcp::storage::Host;
 use crate::bindings::scratchpad::mcp::types as wit_types;
 use crate::bindings::{FileState, LogState, Retention, SearchMatch};
-use crate::storage::Txn;
-use scratchpad_guest::StorageError;
-use scratchpad_guest::names::{AgentId, FilePath, Prefix};
+use crate::guard::Guard;
+use scratchpad_guest::{Storage, StorageError};
 
 type Answer<T> = Result<T, wit_types::StorageError>;
 
-/// A path the guest named, refused unless it keeps the path rules.
-fn path(raw: &str) -> Result<FilePath, StorageError> {
-    FilePath::parse(raw).map_err(|e| {
-        StorageError::Refused(format!(
-            "a storage request named a path that breaks the rules: {}",
-            scratchpad_guest::json::message(&e)
-        ))
-    })
-}
-
-/// A prefix the guest named, refused unless it keeps the path rules.
-fn prefix(raw: &str) -> Result<Prefix, StorageError> {
-    Prefix::parse(Some(raw)).map_err(|e| {
-        StorageError::Refused(format!(
-            "a storage request named a prefix that breaks the rules: {}",
-            scratchpad_guest::json::message(&e)
-        ))
-    })
-}
-
 impl CallState {
-    /// Runs one storage request for `agent`, refusing any agent but the call's own, and
-    /// remembering the first failure.
-    fn storage<R>(
-        &mut self,
-        agent: &str,
-        request: impl FnOnce(&dyn Txn, &AgentId) -> Result<R, StorageError>,
-    ) -> Answer<R> {
-        self.outside_guest(|call| {
-            let result = if agent == call.agent {
-                AgentId::parse(agent)
-                    .map_err(|e| {
-                        StorageError::Refused(format!(
-                            "a storage request named an agent that breaks the rules: {}",
-                            scratchpad_guest::json::message(&e)
-                        ))
-                    })
-                    .and_then(|a| request(call.txn.as_ref(), &a))
-            } else {
-                Err(StorageError::Refused(format!(
-                    "a storage request named agent {agent:?} in a call for agent {:?}",
-                    call.agent
-                )))
-            };
-            result.map_err(|e| {
-                let wit = convert::storage_error(e.clone());
-                call.failure.get_or_insert(e);
-                wit
-            })
-        })
+    /// Runs one storage request through the guard, as time spent outside the guest.
+    fn storage<R>(&mut self, request: impl FnOnce(&Guard) -> Result<R, StorageError>) -> Answer<R> {
+        self.outside_guest(|call| request(&call.guard).map_err(convert::storage_error))
     }
 }
 
 impl Host for CallState {
     fn stat_file(&mut self, agent: String, p: String) -> Answer<Option<FileState>> {
-        self.storage(&agent, |t, a| t.stat_file(a, &path(&p)?))
+        self.storage(|g| g.stat_file(&g.agent(&agent)?, &g.path(&p)?))
             .map(|s| s.map(convert::file_state))
     }
 
     fn read_version(&mut self, agent: String, p: String, version: u64) -> Answer<Option<String>> {
-        self.storage(&agent, |t, a| t.read_version(a, &path(&p)?, version))
+        self.storage(|g| g.read_version(&g.agent(&agent)?, &g.path(&p)?, version))
     }
 
     fn put_version(
@@ -85,21 +35,19 @@ impl Host for CallState {
         version: u64,
         content: String,
     ) -> Answer<()> {
-        self.storage(&agent, |t, a| {
-            t.put_version(a, &path(&p)?, version, &content)
-        })
+        self.storage(|g| g.put_version(&g.agent(&agent)?, &g.path(&p)?, version, &content))
     }
 
     fn prune_versions(&mut self, agent: String, p: String, keep_from: u64) -> Answer<()> {
-        self.storage(&agent, |t, a| t.prune_versions(a, &path(&p)?, keep_from))
+        self.storage(|g| g.prune_versions(&g.agent(&agent)?, &g.path(&p)?, keep_from))
     }
 
     fn delete_file(&mut self, agent: String, p: String) -> Answer<bool> {
-        self.storage(&agent, |t, a| t.delete_file(a, &path(&p)?))
+        self.storage(|g| g.delete_file(&g.agent(&agent)?, &g.path(&p)?))
     }
 
     fn list_files(&mut self, agent: String, under: String) -> Answer<Vec<wit_types::FileMeta>> {
-        self.storage(&agent, |t, a| t.list_files(a, &prefix(&under)?))
+        self.storage(|g| g.list_files(&g.agent(&agent)?, &g.prefix(&under)?))
             .map(|files| files.into_iter().map(convert::file_meta).collect())
     }
 
@@ -111,7 +59,7 @@ impl Host for CallState {
         bytes: u64,
     ) -> Answer<u64> {
         let entry = convert::log_value(entry);
-        self.storage(&agent, |t, a| t.append_log(a, &path(&p)?, &entry, bytes))
+        self.storage(|g| g.append_log(&g.agent(&agent)?, &g.path(&p)?, &entry, bytes))
     }
 
     fn read_log(
@@ -121,12 +69,12 @@ impl Host for CallState {
         after: u64,
         limit: u32,
     ) -> Answer<Vec<wit_types::LogEntry>> {
-        self.storage(&agent, |t, a| t.read_log(a, &path(&p)?, after, limit))
+        self.storage(|g| g.read_log(&g.agent(&agent)?, &g.path(&p)?, after, limit))
             .map(|entries| entries.into_iter().map(convert::log_entry).collect())
     }
 
     fn get_usage(&mut self, agent: String) -> Answer<wit_types::Usage> {
-        self.storage(&agent, |t, a| t.get_usage(a))
+        self.storage(|g| g.get_usage(&g.agent(&agent)?))
             .map(convert::usage)
     }
 
@@ -137,9 +85,7 @@ impl Host for CallState {
         version: u64,
         model: String,
     ) -> Answer<Option<String>> {
-        self.storage(&agent, |t, a| {
-            t.cached_summary(a, &path(&p)?, version, &model)
-        })
+        self.storage(|g| g.cached_summary(&g.agent(&agent)?, &g.path(&p)?, version, &model))
     }
 
     fn put_summary(
@@ -150,19 +96,17 @@ impl Host for CallState {
         model: String,
         summary: String,
     ) -> Answer<()> {
-        self.storage(&agent, |t, a| {
-            t.put_summary(a, &path(&p)?, version, &model, &summary)
-        })
+        self.storage(|g| g.put_summary(&g.agent(&agent)?, &g.path(&p)?, version, &model, &summary))
     }
 
     fn log_info(&mut self, agent: String, p: String) -> Answer<LogState> {
-        self.storage(&agent, |t, a| t.log_info(a, &path(&p)?))
+        self.storage(|g| g.log_info(&g.agent(&agent)?, &g.path(&p)?))
             .map(convert::log_state)
     }
 
     fn set_log_retention(&mut self, agent: String, p: String, retention: Retention) -> Answer<()> {
         let retention = convert::retention(retention);
-        self.storage(&agent, |t, a| t.set_log_retention(a, &path(&p)?, retention))
+        self.storage(|g| g.set_log_retention(&g.agent(&agent)?, &g.path(&p)?, retention))
     }
 
     fn trim_log(
@@ -172,9 +116,7 @@ impl Host for CallState {
         before: u64,
         older_than_seconds: Option<u64>,
     ) -> Answer<u64> {
-        self.storage(&agent, |t, a| {
-            t.trim_log(a, &path(&p)?, before, older_than_seconds)
-        })
+        self.storage(|g| g.trim_log(&g.agent(&agent)?, &g.path(&p)?, before, older_than_seconds))
     }
 
     fn search(
@@ -186,16 +128,14 @@ impl Host for CallState {
         limit: u32,
         offset: u32,
     ) -> Answer<Vec<SearchMatch>> {
-        self.storage(&agent, |t, a| {
-            t.search(a, &terms, match_all, &prefix(&under)?, limit, offset)
+        self.storage(|g| {
+            let (a, under) = (g.agent(&agent)?, g.prefix(&under)?);
+            g.search(&a, &terms, match_all, &under, limit, offset)
         })
         .map(|hits| hits.into_iter().map(convert::search_match).collect())
     }
 
-    /// Limits are configuration, not data: the same for every agent, so nothing to check (a
-    /// call whose agent breaks the rules gets the defaults, and no storage at all).
     fn limits(&mut self, _agent: String) -> wit_types::LimitOverrides {
-        let limits = AgentId::parse(&self.agent).map(|a| self.txn.limits(&a));
-        convert::limits(limits.unwrap_or(scratchpad_guest::limits::NO_OVERRIDES))
+        convert::limits(self.guard.operator_limits())
     }
 }

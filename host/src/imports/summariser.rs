@@ -13,7 +13,7 @@ impl Host for CallState {
 
     fn summarise(&mut self, request: SummaryRequest) -> Result<String, SummariserError> {
         self.outside_guest(|call| {
-            if let Err(e) = call.txn.pause() {
+            if let Err(e) = call.guard.pause() {
                 // Still answerable: the next statement takes a fresh connection.
                 tracing::warn!(error = %e, "the call's connection was not given back before asking the model");
             }

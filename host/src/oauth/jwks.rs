@@ -42,9 +42,13 @@ pub enum JwksError {
 /// One issuer's keys, fetched when first needed.
 #[derive(Debug)]
 pub struct IssuerKeys {
+    /// The issuer URL as configured, which the metadata must repeat.
     issuer: String,
+    /// The least time between two fetches, so unknown `kid`s cannot make us hammer the issuer.
     floor: Duration,
+    /// One client for every fetch (no redirects, a timeout).
     client: reqwest::Client,
+    /// The keys last fetched and when; shared by every request checking a token.
     state: Mutex<Fetched>,
 }
 

@@ -50,7 +50,9 @@ pub enum TokenError {
 /// Checks tokens against the configured authorization servers.
 #[derive(Debug)]
 pub struct Verifier {
+    /// The operator's `[http.oauth]`: audience, algorithms, claims, grants, scopes.
     settings: OAuthSettings,
+    /// Each configured issuer's keys, cached.
     issuers: Vec<IssuerKeys>,
 }
 

@@ -1,10 +1,11 @@
 //! Storage behind one interface: SQLite embedded (the default), PostgreSQL hosted.
 //!
-//! A [`Backend`] opens one [`Txn`] per tool call. A transaction is the guest's
-//! [`Storage`](scratchpad_guest::Storage) port (the one statement of the storage contract,
-//! which the integration tests hold every backend to), minus the agent check (done by
-//! [`crate::imports::storage`]), and each method keeps the agent's usage counters exact in the
-//! same statement batch, so no call ever re-scans an agent's data to enforce a quota.
+//! A [`Backend`] opens one [`Txn`] per tool call. A transaction only persists: it is the
+//! guest's [`Storage`](scratchpad_guest::Storage) port without any of the contract's checks,
+//! which [`crate::guard::Guard`] makes in front of it (the integration tests hold each
+//! backend, through the guard, to the contract's one suite). Each method keeps the agent's
+//! usage counters exact in the same statement batch, so no call ever re-scans an agent's data
+//! to enforce a quota.
 
 mod check;
 mod postgres;
@@ -37,28 +38,9 @@ pub enum Mode {
     Write,
 }
 
-impl Mode {
-    /// Refuses `what`, a change, in a read call.
-    fn allows_writes(self, what: &str) -> Result<(), StoreError> {
-        match self {
-            Mode::Write => Ok(()),
-            Mode::Read => Err(StoreError::Refused(format!("{what} in a read-only call"))),
-        }
-    }
-}
-
 /// A summary written during a read call, stored after it: a read never waits for a writer
 /// while the model thinks.
 use scratchpad_store::rows::Summary as PendingSummary;
-
-/// A refusal of the storage contract's own checks (the guest's `check_*` functions), which
-/// only ever refuse.
-fn refused(e: StorageError) -> StoreError {
-    match e {
-        StorageError::Refused(m) => StoreError::Refused(m),
-        other => StoreError::Refused(scratchpad_guest::json::storage_message(&other)),
-    }
-}
 
 /// A stored count (databases keep signed integers) as the WIT's unsigned one.
 fn to_u64(v: i64) -> u64 {
@@ -173,6 +155,9 @@ pub trait Backend: Send + Sync {
 /// One tool call's transaction: the storage contract, and a commit. Dropping it without
 /// [`Txn::commit`] rolls it back.
 pub trait Txn: Storage + Send {
+    /// The mode the call was begun in.
+    fn mode(&self) -> Mode;
+
     /// Makes the call's changes durable and counts one operation for `agent`.
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError>;
 

@@ -5,10 +5,32 @@
 
 use scratchpad_guest::api::{self, Guest};
 use scratchpad_guest::bindings::scratchpad::mcp::storage;
-use scratchpad_guest::{FileMeta, Imports, ToolError, tools};
+use scratchpad_guest::names::{AgentId, FilePath};
+use scratchpad_guest::{FileMeta, Imports, LogValue, Storage, ToolError, tools};
 use std::hint::black_box;
 
 struct Hostile;
+
+/// The request's agent and path as the storage port takes them.
+fn names(agent: &str, path: &str) -> (AgentId, FilePath) {
+    (
+        AgentId::parse(agent).expect("a valid agent"),
+        FilePath::parse(path).expect("a valid path"),
+    )
+}
+
+/// Writes as the real tool does, then makes one request the storage contract refuses,
+/// ignores the refusal and answers the write's success: the host must fail the call and roll
+/// the write back.
+fn write_then(
+    r: api::WriteFileRequest,
+    bad: impl FnOnce(&AgentId, &FilePath, u64),
+) -> Result<api::WriteFileResult, ToolError> {
+    let (a, p) = names(&r.agent_id, &r.path);
+    let written = tools::write_file(&Imports, r)?;
+    bad(&a, &p, written.version);
+    Ok(written)
+}
 
 /// Recurses until the stack runs out (the exit is never taken).
 fn recurse(depth: u64) -> u64 {
@@ -55,6 +77,18 @@ impl Guest for Hostile {
                 let content = format!("{}, or so it says", r.content);
                 tools::write_file(&Imports, api::WriteFileRequest { content, ..r })
             }
+            // A version that does not rise.
+            "rewind" => write_then(r, |a, p, v| {
+                let _ = Imports.put_version(a, p, v, "the same number again");
+            }),
+            // A prune that would drop the current version.
+            "prune-current" => write_then(r, |a, p, v| {
+                let _ = Imports.prune_versions(a, p, v + 1);
+            }),
+            // A summary of a version that was never written.
+            "phantom-summary" => write_then(r, |a, p, v| {
+                let _ = Imports.put_summary(a, p, v + 7, "model", "of nothing");
+            }),
             _ => tools::write_file(&Imports, r),
         }
     }
@@ -80,10 +114,20 @@ impl Guest for Hostile {
                 tokens: 1,
             });
         }
+        if r.agent_id == "sneak" {
+            // Writes during a read-only call, then reads as if it had not.
+            let (a, p) = names(&r.agent_id, &r.path);
+            let _ = Imports.put_version(&a, &p, 1_000, "written by a read");
+        }
         tools::read_file(&Imports, r)
     }
 
     fn append_log(r: api::AppendLogRequest) -> Result<api::AppendLogResult, ToolError> {
+        if r.agent_id == "miscount" {
+            // Counts an entry's bytes wrong (under the quota), then appends it as it should.
+            let (a, p) = names(&r.agent_id, &r.path);
+            let _ = Imports.append_log(&a, &p, &LogValue::Text("four".into()), 1);
+        }
         tools::append_log(&Imports, r)
     }
 

@@ -10,7 +10,6 @@ use super::tls::Connector;
 use super::{BUSY_TIMEOUT, Conn, STATEMENT_TIMEOUT, map_err};
 use crate::storage::StoreError;
 use postgres::NoTls;
-use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -19,6 +18,7 @@ pub const MAX_CONNECTIONS: usize = 16;
 
 #[derive(Default)]
 struct State {
+    /// Connections ready to lend.
     idle: Vec<Conn>,
     /// Connections open: idle or lent out.
     open: usize,
@@ -26,9 +26,13 @@ struct State {
 
 /// The connections of one [`super::Postgres`].
 pub struct Pool {
+    /// How to open another connection.
     config: postgres::Config,
+    /// Plain or verified TLS, as the URL asked.
     connector: Connector,
+    /// Idle connections and how many are open, shared by every call.
     state: Mutex<State>,
+    /// Wakes a call waiting for a connection when one comes back.
     returned: Condvar,
 }
 
@@ -100,10 +104,7 @@ impl Pool {
                 STATEMENT_TIMEOUT.as_millis()
             ))
             .map_err(map_err)?;
-        Ok(Conn {
-            client,
-            prepared: HashMap::new(),
-        })
+        Ok(Conn::new(client))
     }
 
     /// Takes back a connection lent by [`Pool::take`]; one that is not `healthy` (its

@@ -43,16 +43,14 @@ pub fn export(
     transfer::export(&mut conn, agent, out, progress)
 }
 
-use super::{Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, refused, to_u64};
+use super::{Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, to_u64};
 use convert::map_err;
 use rusqlite::{Connection, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, Retention, SearchMatch,
 };
 use scratchpad_guest::names::{AgentId, FilePath, Prefix};
-use scratchpad_guest::ports::{
-    check_log_bytes, check_new_version, check_prune, check_summary_kept,
-};
+use scratchpad_guest::ports::log_body;
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
 use scratchpad_store::rows::{self, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
@@ -77,10 +75,13 @@ type Uncounted = Arc<Mutex<HashMap<String, u64>>>;
 
 /// A SQLite store.
 pub struct Sqlite {
+    /// Where the store is, to open more connections.
     path: PathBuf,
+    /// Open connections; shared with each call's transaction, which gives its own back.
     pool: Arc<Mutex<Vec<Connection>>>,
     /// The search index, in a file of its own so that no write waits for indexing.
     index: Arc<IndexFile>,
+    /// Read calls' operations not yet written, shared with every transaction of the store.
     uncounted: Uncounted,
     /// Held while the store is open, so that `restore` knows it is in use.
     _lock: Option<StoreLock>,
@@ -267,14 +268,19 @@ enum Phase {
 struct SqliteTxn {
     /// Always `Some` until commit or drop take it.
     conn: Option<Connection>,
+    /// How the call was begun, and so how it commits.
     mode: Mode,
     /// Where the call is: reading, or holding the write lock, or found stale.
     phase: Cell<Phase>,
+    /// The operator's limits, handed to the guest through the `limits` import.
     limits: LimitOverrides,
+    /// Summaries a read call cached, stored after its snapshot ends.
     pending_summaries: RefCell<Vec<PendingSummary>>,
     /// The store's pool, which the connection goes back to.
     pool: Arc<Mutex<Vec<Connection>>>,
+    /// The store's search index, which a search brings up to date first.
     index: Arc<IndexFile>,
+    /// Read calls' operations not yet written, shared with every transaction of the store.
     uncounted: Uncounted,
 }
 
@@ -285,10 +291,10 @@ impl SqliteTxn {
             .expect("connection held until commit or drop")
     }
 
-    /// Refuses `what`, a change, in a read call; takes the write lock before a write call's
-    /// first change.
-    fn writable(&self, agent: &str, what: &str) -> Result<(), StoreError> {
-        self.mode.allows_writes(what)?;
+    /// Takes the write lock before a write call's first change (the guard lets no change
+    /// into a read call).
+    fn lock_for_writing(&self, agent: &str) -> Result<(), StoreError> {
+        debug_assert_eq!(self.mode, Mode::Write, "a change reached a read call");
         match self.phase.get() {
             Phase::Reading => self.take_write_lock(agent),
             Phase::Writing => Ok(()),
@@ -323,8 +329,11 @@ impl SqliteTxn {
         Ok(rows::count(self.conn(), agent, change)?)
     }
 
-    fn store_summary(&self, p: &PendingSummary) -> Result<bool, StoreError> {
-        Ok(rows::store_summary(self.conn(), p)?)
+    /// Stores a summary if its version is still kept (one cached by a read call may have
+    /// been pruned since).
+    fn store_summary(&self, p: &PendingSummary) -> Result<(), StoreError> {
+        rows::store_summary(self.conn(), p)?;
+        Ok(())
     }
 }
 
@@ -352,10 +361,9 @@ impl SqliteTxn {
         version: u64,
         content: &str,
     ) -> Result<(), StoreError> {
-        self.writable(agent, "put-version")?;
-        let row = rows::file_row(self.conn(), agent, path)?;
-        let (last, existed) = row.map_or((0, false), |r| (r.last_version, r.current.is_some()));
-        check_new_version(path, version, last).map_err(refused)?;
+        self.lock_for_writing(agent)?;
+        let existed =
+            rows::file_row(self.conn(), agent, path)?.is_some_and(|r| r.current.is_some());
         Ok(rows::put_version(
             self.conn(),
             agent,
@@ -367,17 +375,15 @@ impl SqliteTxn {
     }
 
     fn prune_versions(&self, agent: &str, path: &str, keep_from: u64) -> Result<(), StoreError> {
-        self.writable(agent, "prune-versions")?;
-        let row = rows::file_row(self.conn(), agent, path)?;
-        check_prune(path, keep_from, row.and_then(|r| r.current)).map_err(refused)?;
-        match row {
+        self.lock_for_writing(agent)?;
+        match rows::file_row(self.conn(), agent, path)? {
             Some(row) => Ok(rows::prune_versions(self.conn(), agent, row, keep_from)?),
             None => Ok(()),
         }
     }
 
     fn delete_file(&self, agent: &str, path: &str) -> Result<bool, StoreError> {
-        self.writable(agent, "delete-file")?;
+        self.lock_for_writing(agent)?;
         Ok(rows::delete_file(self.conn(), agent, path)?)
     }
 
@@ -390,10 +396,10 @@ impl SqliteTxn {
         agent: &str,
         path: &str,
         entry: &LogValue,
-        bytes: u64,
+        _counted: u64,
     ) -> Result<u64, StoreError> {
-        self.writable(agent, "append-log")?;
-        let (is_text, body) = check_log_bytes(entry, bytes).map_err(refused)?;
+        self.lock_for_writing(agent)?;
+        let (is_text, body) = log_body(entry);
         Ok(rows::append_log(self.conn(), agent, path, is_text, body)?)
     }
 
@@ -439,7 +445,7 @@ impl SqliteTxn {
         path: &str,
         retention: Retention,
     ) -> Result<(), StoreError> {
-        self.writable(agent, "set-log-retention")?;
+        self.lock_for_writing(agent)?;
         Ok(rows::set_log_retention(
             self.conn(),
             agent,
@@ -455,7 +461,7 @@ impl SqliteTxn {
         before: u64,
         older_than_seconds: Option<u64>,
     ) -> Result<u64, StoreError> {
-        self.writable(agent, "trim-log")?;
+        self.lock_for_writing(agent)?;
         Ok(rows::trim_log(
             self.conn(),
             agent,
@@ -498,13 +504,16 @@ impl SqliteTxn {
             self.pending_summaries.borrow_mut().push(summary);
             return Ok(());
         }
-        self.writable(agent, "put-summary")?;
-        let kept = self.store_summary(&summary)?;
-        check_summary_kept(path, version, kept).map_err(refused)
+        self.lock_for_writing(agent)?;
+        self.store_summary(&summary)
     }
 }
 
 impl Txn for SqliteTxn {
+    fn mode(&self) -> Mode {
+        self.mode
+    }
+
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
         match self.phase.get() {
             Phase::Stale => return Err(StoreError::Stale),
@@ -551,9 +560,7 @@ impl SqliteTxn {
             .map_err(map_err)
             .and_then(|()| {
                 // A version deleted or pruned meanwhile simply goes uncached.
-                summaries
-                    .iter()
-                    .try_for_each(|s| self.store_summary(s).map(drop))
+                summaries.iter().try_for_each(|s| self.store_summary(s))
             })
             .and_then(|()| self.count_and_commit(agent));
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;

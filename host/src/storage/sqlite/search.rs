@@ -13,7 +13,9 @@ use std::sync::Mutex;
 
 /// The index file of one store, and its idle connections.
 pub struct IndexFile {
+    /// The store the index belongs to; the index file is named after it.
     store: PathBuf,
+    /// Open connections on the index file, shared by every search.
     pool: Mutex<Vec<Connection>>,
 }
 

@@ -1,0 +1,283 @@
+//! One tool call's transaction: its connection (given back while a read call waits for a
+//! model), its agent's lock (taken before a write call reads anything), the counters it moves,
+//! and its commit. The statements of the storage port are in [`statements`].
+
+mod statements;
+
+use super::conn::{Conn, begin_on, col};
+use super::pool::Pool;
+use super::search;
+use crate::storage::{Mode, PendingSummary, StoreError, Txn, implement_storage, to_i64, to_u64};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{
+    FileState, LogState, Retention, SearchMatch,
+};
+use scratchpad_guest::names::{AgentId, FilePath, Prefix};
+use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
+use scratchpad_store::rows::Tally;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// One call's transaction as the storage contract: the contract's methods take `&self`, the
+/// driver's need `&mut`, so the transaction sits in a cell.
+pub(super) struct PgCall(RefCell<PgTxn>);
+
+impl PgCall {
+    /// Begins a call's transaction in `mode` on a connection of `pool`.
+    pub(super) fn begin(
+        pool: &Arc<Pool>,
+        mode: Mode,
+        limits: LimitOverrides,
+    ) -> Result<Self, StoreError> {
+        Ok(Self(RefCell::new(PgTxn {
+            conn: Some(begin_on(pool, mode)?),
+            mode,
+            limits,
+            agent: None,
+            pending_summaries: Vec::new(),
+            pool: Arc::clone(pool),
+        })))
+    }
+}
+
+implement_storage!(PgCall, |t| t.0.borrow_mut());
+
+impl Txn for PgCall {
+    fn mode(&self) -> Mode {
+        self.0.borrow().mode
+    }
+
+    fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
+        self.0.into_inner().commit(agent)
+    }
+
+    fn pause(&self) -> Result<(), StoreError> {
+        self.0.borrow_mut().pause()
+    }
+}
+
+struct PgTxn {
+    /// `Some` until commit or drop take it; a read call also gives it back while it waits
+    /// for a model ([`Txn::pause`]) and takes one again for its next statement.
+    conn: Option<Conn>,
+    /// How the transaction was begun, and so how it commits.
+    mode: Mode,
+    /// The operator's limits, handed to the guest through the `limits` import.
+    limits: LimitOverrides,
+    /// The agent whose lock a write call holds: taken on its first statement.
+    agent: Option<String>,
+    /// Summaries a read call cached, stored after its snapshot ends.
+    pending_summaries: Vec<PendingSummary>,
+    /// The pool the call's connections come from and go back to.
+    pool: Arc<Pool>,
+}
+
+impl PgTxn {
+    /// The connection, for work on `agent`'s data: a write call first takes the agent's
+    /// lock. A call acts for one agent only (the guard refuses any other).
+    fn conn_for(&mut self, agent: &str) -> Result<&mut Conn, StoreError> {
+        if self.mode == Mode::Write {
+            match &self.agent {
+                Some(held) => debug_assert_eq!(held, agent, "a call acts for one agent"),
+                None => {
+                    self.conn_mut()?.execute(
+                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                        &[&agent],
+                    )?;
+                    self.agent = Some(agent.to_owned());
+                }
+            }
+        }
+        self.conn_mut()
+    }
+
+    /// The call's connection: the one it began with, or, for a read call that gave its
+    /// connection back while a model thought, a new snapshot on a connection from the pool.
+    fn conn_mut(&mut self) -> Result<&mut Conn, StoreError> {
+        if self.conn.is_none() {
+            self.conn = Some(begin_on(&self.pool, self.mode)?);
+        }
+        Ok(self.conn.as_mut().expect("a connection was just put there"))
+    }
+
+    /// Ends a read call's snapshot and gives its connection back, so that a call waiting for
+    /// a model holds no connection (16 slow summaries would otherwise leave every caller
+    /// "busy"). A write call keeps its transaction: its agent's lock must hold to the end.
+    fn pause(&mut self) -> Result<(), StoreError> {
+        if self.mode == Mode::Read
+            && let Some(mut conn) = self.conn.take()
+        {
+            let ended = conn.batch("COMMIT");
+            self.pool.give_back(conn, ended.is_ok());
+            ended?;
+        }
+        Ok(())
+    }
+
+    /// (file id, last version, current version) of a path ever written.
+    fn file_row(
+        &mut self,
+        agent: &str,
+        path: &str,
+    ) -> Result<Option<(i64, u64, Option<u64>)>, StoreError> {
+        let row = self.conn_for(agent)?.query_opt(
+            "SELECT id, last_version, current_version FROM files WHERE agent_id = $1 AND path = $2",
+            &[&agent, &path],
+        )?;
+        row.map(|r| {
+            Ok((
+                col(&r, 0)?,
+                to_u64(col(&r, 1)?),
+                col::<Option<i64>>(&r, 2)?.map(to_u64),
+            ))
+        })
+        .transpose()
+    }
+
+    /// Adds `change` to an agent's counters (creating its row on first use). Its `changes`
+    /// are SQLite's: a write call here holds its agent's lock from its first read, so
+    /// nothing needs the generation.
+    fn bump(conn: &mut Conn, agent: &str, change: Tally) -> Result<(), StoreError> {
+        let Tally {
+            bytes,
+            files,
+            log_entries: entries,
+            operations: ops,
+            changes: _,
+        } = change;
+        conn.execute(
+            "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (agent_id) DO UPDATE SET
+               total_bytes = agents.total_bytes + $2, file_count = agents.file_count + $3,
+               log_entry_count = agents.log_entry_count + $4,
+               total_operations = agents.total_operations + $5",
+            &[&agent, &bytes, &files, &entries, &ops],
+        )
+        .map(drop)
+    }
+
+    /// Counts one call of `agent` that succeeded.
+    fn count_call(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
+        let call = Tally {
+            operations: 1,
+            ..Tally::default()
+        };
+        Self::bump(conn, agent, call)
+    }
+
+    /// Stores a summary if its version is still kept (one cached by a read call may have
+    /// been pruned since).
+    fn store_summary(conn: &mut Conn, p: &PendingSummary) -> Result<(), StoreError> {
+        conn.execute(
+            "INSERT INTO summaries (file_id, version, model, summary)
+             SELECT f.id, v.version, $4, $5
+             FROM files f JOIN versions v ON v.file_id = f.id
+             WHERE f.agent_id = $1 AND f.path = $2 AND v.version = $3
+             ON CONFLICT (file_id, version, model)
+                 DO UPDATE SET summary = excluded.summary, created_at = now()",
+            &[
+                &p.agent,
+                &p.path,
+                &to_i64(p.version).unwrap_or(-1),
+                &p.model,
+                &p.summary.as_bytes(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Replaces the search documents of the file at `path` with one for `content`.
+    fn index_file(
+        conn: &mut Conn,
+        agent: &str,
+        path: &str,
+        version: Option<u64>,
+        content: &str,
+    ) -> Result<(), StoreError> {
+        conn.execute(
+            "DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log",
+            &[&agent, &path],
+        )?;
+        match version {
+            Some(v) => Self::index(conn, agent, path, false, v, content),
+            None => Ok(()),
+        }
+    }
+
+    fn index(
+        conn: &mut Conn,
+        agent: &str,
+        path: &str,
+        is_log: bool,
+        reference: u64,
+        body: &str,
+    ) -> Result<(), StoreError> {
+        conn.execute(
+            "INSERT INTO search_docs (agent_id, path, is_log, ref, doc)
+             VALUES ($1, $2, $3, $4, array_to_tsvector($5::text[]))",
+            &[
+                &agent,
+                &path,
+                &is_log,
+                &to_i64(reference)?,
+                &search::lexemes(body),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// After a read: stores its summaries and counts it, in one short write (the count
+    /// alone is one statement, which commits by itself).
+    fn count_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
+        let summaries = std::mem::take(&mut self.pending_summaries);
+        let conn = self.conn_mut()?;
+        if summaries.is_empty() {
+            return Self::count_call(conn, agent);
+        }
+        conn.batch("BEGIN")?;
+        for s in &summaries {
+            // A version deleted or pruned meanwhile simply goes uncached.
+            Self::store_summary(conn, s)?;
+        }
+        Self::count_call(conn, agent)?;
+        conn.batch("COMMIT")
+    }
+}
+
+impl PgTxn {
+    fn commit(mut self, agent: &str) -> Result<(), StoreError> {
+        if self.mode == Mode::Write {
+            let conn = self.conn_for(agent)?;
+            Self::count_call(conn, agent)?;
+            conn.batch("COMMIT")?;
+            self.release();
+            return Ok(());
+        }
+        // The read is done: end its snapshot. Counting it (and caching a summary) is
+        // bookkeeping that must not fail the answer.
+        self.conn_mut()?.batch("COMMIT")?;
+        match self.count_after_read(agent) {
+            Ok(()) => self.release(),
+            Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
+        }
+        Ok(())
+    }
+
+    /// Returns the connection, its transaction ended, to the pool.
+    fn release(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.pool.give_back(conn, true);
+        }
+    }
+}
+
+impl Drop for PgTxn {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        // Roll back what was not committed; a connection that cannot is closed, not pooled.
+        let rolled_back = conn.batch("ROLLBACK").is_ok();
+        self.pool.give_back(conn, rolled_back);
+    }
+}

@@ -1,0 +1,422 @@
+//! The statements of one call, one method per method of the storage port; [`super::PgCall`]
+//! makes them the port. They only persist: the guard has checked every request before it
+//! gets here.
+
+use super::super::conn::{col, text};
+use super::super::search;
+use super::PgTxn;
+use crate::storage::{Mode, PendingSummary, StoreError, to_i64, to_u64};
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{
+    FileState, LogState, MatchRef, Retention, SearchMatch, VersionInfo,
+};
+use scratchpad_guest::ports::{content_hash, log_body};
+use scratchpad_guest::{FileMeta, LogEntry, LogValue, Usage};
+use scratchpad_store::logs;
+use scratchpad_store::rows::Tally;
+
+/// The statements of one call; [`PgCall`] makes them the storage contract.
+impl PgTxn {
+    pub(super) fn stat_file(
+        &mut self,
+        agent: &str,
+        path: &str,
+    ) -> Result<Option<FileState>, StoreError> {
+        let Some((id, last_version, _)) = self.file_row(agent, path)? else {
+            return Ok(None);
+        };
+        let kept = self
+            .conn_for(agent)?
+            .query(
+                "SELECT version, bytes, scratchpad_rfc3339(created_at), sha256 FROM versions
+                 WHERE file_id = $1 ORDER BY version",
+                &[&id],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(VersionInfo {
+                    version: to_u64(col(r, 0)?),
+                    bytes: to_u64(col(r, 1)?),
+                    created_at: col(r, 2)?,
+                    sha256: col(r, 3)?,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Some(FileState { last_version, kept }))
+    }
+
+    pub(super) fn read_version(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+    ) -> Result<Option<String>, StoreError> {
+        let row = self.conn_for(agent)?.query_opt(
+            "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
+             WHERE f.agent_id = $1 AND f.path = $2 AND v.version = $3",
+            &[&agent, &path, &to_i64(version).unwrap_or(-1)],
+        )?;
+        row.map(|r| text(col(&r, 0)?)).transpose()
+    }
+
+    pub(super) fn put_version(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        content: &str,
+    ) -> Result<(), StoreError> {
+        let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
+        let conn = self.conn_for(agent)?;
+        // One statement: `was` is the file's row as it stood before it (a file that exists
+        // now gains no count), `file` the row as it is after.
+        let row = conn.query_one(
+            "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
+             file AS (
+                 INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
+                 VALUES ($1, $2, $3, $3, $4, now())
+                 ON CONFLICT (agent_id, path) DO UPDATE SET last_version = $3, current_version = $3,
+                   current_bytes = $4, updated_at = now()
+                 RETURNING id)
+             INSERT INTO versions (file_id, version, bytes, content, sha256)
+             SELECT id, $3, $4, $5, $6 FROM file
+             RETURNING EXISTS (SELECT 1 FROM was WHERE current_version IS NOT NULL)",
+            &[&agent, &path, &v, &bytes, &content.as_bytes(), &content_hash(content)],
+        )?;
+        let existed: bool = col(&row, 0)?;
+        Self::index_file(conn, agent, path, Some(version), content)?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes,
+                files: i64::from(!existed),
+                ..Tally::default()
+            },
+        )
+    }
+
+    pub(super) fn prune_versions(
+        &mut self,
+        agent: &str,
+        path: &str,
+        keep_from: u64,
+    ) -> Result<(), StoreError> {
+        let conn = self.conn_for(agent)?;
+        // Summaries of the dropped versions go with them (ON DELETE CASCADE).
+        let freed: i64 = col(
+            &conn.query_one(
+                "WITH gone AS (DELETE FROM versions v USING files f
+                               WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2
+                                 AND v.version < $3
+                               RETURNING v.bytes)
+                 SELECT COALESCE(sum(bytes), 0)::bigint FROM gone",
+                &[&agent, &path, &to_i64(keep_from)?],
+            )?,
+            0,
+        )?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes: -freed,
+                ..Tally::default()
+            },
+        )
+    }
+
+    pub(super) fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
+        self.conn_for(agent)?;
+        let Some((id, _, Some(_))) = self.file_row(agent, path)? else {
+            return Ok(false);
+        };
+        let conn = self.conn_for(agent)?;
+        let freed: i64 = col(
+            &conn.query_one(
+                "WITH gone AS (DELETE FROM versions WHERE file_id = $1 RETURNING bytes),
+                      cleared AS (UPDATE files SET current_version = NULL, current_bytes = NULL
+                                  WHERE id = $1)
+                 SELECT COALESCE(sum(bytes), 0)::bigint FROM gone",
+                &[&id],
+            )?,
+            0,
+        )?;
+        Self::index_file(conn, agent, path, None, "")?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes: -freed,
+                files: -1,
+                ..Tally::default()
+            },
+        )?;
+        Ok(true)
+    }
+
+    pub(super) fn list_files(
+        &mut self,
+        agent: &str,
+        prefix: &str,
+    ) -> Result<Vec<FileMeta>, StoreError> {
+        // `path >= $2` lets the (agent_id, path) index start at the prefix.
+        self.conn_for(agent)?
+            .query(
+                "SELECT path, current_version, current_bytes, scratchpad_rfc3339(updated_at)
+                 FROM files
+                 WHERE agent_id = $1 AND current_version IS NOT NULL
+                   AND path >= $2 AND starts_with(path, $2)
+                 ORDER BY path",
+                &[&agent, &prefix],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(FileMeta {
+                    path: col(r, 0)?,
+                    version: to_u64(col(r, 1)?),
+                    bytes: to_u64(col(r, 2)?),
+                    updated_at: col(r, 3)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn append_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        entry: &LogValue,
+        bytes: u64,
+    ) -> Result<u64, StoreError> {
+        let (is_text, body) = log_body(entry);
+        let bytes = to_i64(bytes)?;
+        let conn = self.conn_for(agent)?;
+        let id: i64 = col(
+            &conn.query_one(
+                "INSERT INTO logs (agent_id, path, last_id, entries) VALUES ($1, $2, 1, 1)
+                 ON CONFLICT (agent_id, path)
+                     DO UPDATE SET last_id = logs.last_id + 1, entries = logs.entries + 1
+                 RETURNING last_id",
+                &[&agent, &path],
+            )?,
+            0,
+        )?;
+        conn.execute(
+            "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, sha256)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &agent,
+                &path,
+                &id,
+                &is_text,
+                &body.as_bytes(),
+                &bytes,
+                &content_hash(body),
+            ],
+        )?;
+        Self::index(conn, agent, path, true, to_u64(id), body)?;
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes,
+                log_entries: 1,
+                ..Tally::default()
+            },
+        )?;
+        Ok(to_u64(id))
+    }
+
+    pub(super) fn read_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<LogEntry>, StoreError> {
+        self.conn_for(agent)?
+            .query(
+                "SELECT id, is_text, body, scratchpad_rfc3339(created_at) FROM log_entries
+                 WHERE agent_id = $1 AND path = $2 AND id > $3 ORDER BY id LIMIT $4",
+                &[
+                    &agent,
+                    &path,
+                    &to_i64(after).unwrap_or(i64::MAX),
+                    &i64::from(limit),
+                ],
+            )?
+            .iter()
+            .map(|r| {
+                let body = text(col(r, 2)?)?;
+                Ok(LogEntry {
+                    id: to_u64(col(r, 0)?),
+                    entry: if col(r, 1)? {
+                        LogValue::Text(body)
+                    } else {
+                        LogValue::Json(body)
+                    },
+                    created_at: col(r, 3)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
+        let row = self.conn_for(agent)?.query_opt(
+            "SELECT total_bytes, file_count, log_entry_count, total_operations
+             FROM agents WHERE agent_id = $1",
+            &[&agent],
+        )?;
+        let n = |i| -> Result<u64, StoreError> {
+            row.as_ref().map_or(Ok(0), |r| col(r, i).map(to_u64))
+        };
+        Ok(Usage {
+            total_bytes: n(0)?,
+            file_count: n(1)?,
+            log_entry_count: n(2)?,
+            total_operations: n(3)?,
+        })
+    }
+
+    pub(super) fn cached_summary(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        model: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let row = self.conn_for(agent)?.query_opt(
+            "SELECT s.summary FROM summaries s JOIN files f ON f.id = s.file_id
+             WHERE f.agent_id = $1 AND f.path = $2 AND s.version = $3 AND s.model = $4",
+            &[&agent, &path, &to_i64(version).unwrap_or(-1), &model],
+        )?;
+        row.map(|r| text(col(&r, 0)?)).transpose()
+    }
+
+    pub(super) fn put_summary(
+        &mut self,
+        agent: &str,
+        path: &str,
+        version: u64,
+        model: &str,
+        summary: &str,
+    ) -> Result<(), StoreError> {
+        let summary = PendingSummary::new(agent, path, version, model, summary);
+        if self.mode == Mode::Read {
+            self.pending_summaries.push(summary);
+            return Ok(());
+        }
+        Self::store_summary(self.conn_for(agent)?, &summary)
+    }
+
+    pub(super) fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {
+        let row = self.conn_for(agent)?.query_opt(
+            "SELECT last_id, entries, keep_last, max_age_seconds FROM logs
+             WHERE agent_id = $1 AND path = $2",
+            &[&agent, &path],
+        )?;
+        let row: Option<logs::LogRow> = match row {
+            Some(r) => Some((col(&r, 0)?, col(&r, 1)?, col(&r, 2)?, col(&r, 3)?)),
+            None => None,
+        };
+        Ok(logs::state_of(row))
+    }
+
+    pub(super) fn set_log_retention(
+        &mut self,
+        agent: &str,
+        path: &str,
+        retention: Retention,
+    ) -> Result<(), StoreError> {
+        let keep = retention.keep_last.map(to_i64).transpose()?;
+        let age = retention.max_age_seconds.map(to_i64).transpose()?;
+        self.conn_for(agent)?
+            .execute(
+                "INSERT INTO logs (agent_id, path, last_id, keep_last, max_age_seconds)
+                 VALUES ($1, $2, 0, $3, $4)
+                 ON CONFLICT (agent_id, path) DO UPDATE SET keep_last = $3, max_age_seconds = $4",
+                &[&agent, &path, &keep, &age],
+            )
+            .map(drop)
+    }
+
+    pub(super) fn trim_log(
+        &mut self,
+        agent: &str,
+        path: &str,
+        before: u64,
+        older_than_seconds: Option<u64>,
+    ) -> Result<u64, StoreError> {
+        let age = older_than_seconds.map(to_i64).transpose()?;
+        let before = to_i64(before)?;
+        let conn = self.conn_for(agent)?;
+        // The entries, their documents and the log's count go in one statement.
+        let row = conn.query_one(
+            "WITH gone AS (
+                 DELETE FROM log_entries
+                 WHERE agent_id = $1 AND path = $2
+                   AND (id < $3 OR ($4::bigint IS NOT NULL
+                        AND created_at < now() - $4::bigint * interval '1 second'))
+                 RETURNING id, bytes),
+             docs AS (
+                 DELETE FROM search_docs d USING gone
+                 WHERE d.agent_id = $1 AND d.path = $2 AND d.is_log AND d.ref = gone.id),
+             counted AS (
+                 UPDATE logs SET entries = entries - (SELECT count(*) FROM gone)
+                 WHERE agent_id = $1 AND path = $2)
+             SELECT count(*)::bigint, COALESCE(sum(bytes), 0)::bigint FROM gone",
+            &[&agent, &path, &before, &age],
+        )?;
+        let (entries, bytes): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
+        Self::bump(
+            conn,
+            agent,
+            Tally {
+                bytes: -bytes,
+                log_entries: -entries,
+                ..Tally::default()
+            },
+        )?;
+        Ok(to_u64(entries))
+    }
+
+    pub(super) fn search(
+        &mut self,
+        agent: &str,
+        terms: &[String],
+        match_all: bool,
+        prefix: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Vec<SearchMatch>, StoreError> {
+        let Some(query) = search::query(terms, match_all)? else {
+            return Ok(Vec::new());
+        };
+        self.conn_for(agent)?
+            .query(
+                "SELECT path, is_log, ref FROM search_docs
+                 WHERE agent_id = $1 AND doc @@ $2::text::tsquery AND starts_with(path, $3)
+                 ORDER BY ts_rank(doc, $2::text::tsquery) DESC, path, is_log, ref
+                 LIMIT $4 OFFSET $5",
+                &[
+                    &agent,
+                    &query,
+                    &prefix,
+                    &i64::from(limit),
+                    &i64::from(offset),
+                ],
+            )?
+            .iter()
+            .map(|r| {
+                let reference = to_u64(col(r, 2)?);
+                Ok(SearchMatch {
+                    path: col(r, 0)?,
+                    at: if col(r, 1)? {
+                        MatchRef::LogEntry(reference)
+                    } else {
+                        MatchRef::File(reference)
+                    },
+                })
+            })
+            .collect()
+    }
+}
