@@ -9,11 +9,14 @@
 //!   processes never both read a file's last version and both write the next one; a writer
 //!   that waits for the lock does so for at most [`BUSY_TIMEOUT`] and then gets a "busy,
 //!   retry" error, never a raw SQLite message.
-//! - `synchronous = FULL`: a write is on disk when its call answers. A read call counts its
-//!   operation afterwards in a tiny write with `synchronous = NORMAL` that does not wait for
-//!   the lock: when the store cannot take it (another writer, a full disk, a read-only file)
-//!   the count is kept in memory and folded into this process's next write, and the read
-//!   still answers. Bookkeeping never fails a read, and reads never wait for an fsync.
+//! - A write is on disk when its call answers, and concurrent writes share the sync that puts
+//!   them there ([`flush`]: `synchronous = NORMAL`, then one sync of the WAL for every call
+//!   that committed before it began; as durable as `FULL`, without the sync under the write
+//!   lock). A read call counts its operation afterwards in a tiny write that neither waits
+//!   for the lock nor syncs: when the store cannot take it (another writer, a full disk, a
+//!   read-only file) the count is kept in memory and folded into this process's next write,
+//!   and the read still answers. Bookkeeping never fails a read, and reads never wait for an
+//!   fsync.
 //! - Summaries cost money and take seconds, so a read call never holds the write lock while
 //!   the model thinks: `put-summary` in a read call is kept aside and stored in a short write
 //!   transaction after the read, only if that version still exists.
@@ -24,6 +27,8 @@
 mod backup;
 mod check;
 mod convert;
+mod flush;
+mod queue;
 mod search;
 mod transfer;
 
@@ -45,6 +50,8 @@ pub fn export(
 
 use super::{Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, to_u64};
 use convert::map_err;
+use flush::Flush;
+use queue::{Turn, WriteQueue};
 use rusqlite::{Connection, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, Retention, SearchMatch,
@@ -81,6 +88,10 @@ pub struct Sqlite {
     pool: Arc<Mutex<Vec<Connection>>>,
     /// The search index, in a file of its own so that no write waits for indexing.
     index: Arc<IndexFile>,
+    /// The WAL's durable point, which every write call of the process moves on together.
+    flush: Arc<Flush>,
+    /// The order in which this process's write calls take the write lock.
+    queue: Arc<WriteQueue>,
     /// Read calls' operations not yet written, shared with every transaction of the store.
     uncounted: Uncounted,
     /// Held while the store is open, so that `restore` knows it is in use.
@@ -106,6 +117,8 @@ impl Sqlite {
             path: path.to_owned(),
             pool: Arc::default(),
             index: Arc::new(IndexFile::of(path)),
+            flush: Arc::new(Flush::of(path)),
+            queue: Arc::default(),
             uncounted: Arc::default(),
             _lock: StoreLock::shared(path),
         };
@@ -120,10 +133,16 @@ impl Sqlite {
     fn connect(&self) -> Result<Connection, StoreError> {
         let conn = Connection::open(&self.path).map_err(map_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
-        conn.pragma_update(None, "synchronous", "FULL")
+        // Durability is the flush's: see [`flush`].
+        conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(map_err)?;
         conn.set_prepared_statement_cache_capacity(32);
         Ok(conn)
+    }
+
+    /// Syncs of the WAL made so far: beside the writes made, how many shared one.
+    pub fn syncs(&self) -> u64 {
+        self.flush.made()
     }
 
     fn take(&self) -> Result<Connection, StoreError> {
@@ -138,6 +157,11 @@ impl Sqlite {
         locked: bool,
         limits: LimitOverrides,
     ) -> Result<Box<dyn Txn>, StoreError> {
+        let turn = if locked {
+            Some(self.queue.wait()?)
+        } else {
+            None
+        };
         let conn = self.take()?;
         let begin = if locked {
             "BEGIN IMMEDIATE"
@@ -157,6 +181,9 @@ impl Sqlite {
             pending_summaries: RefCell::default(),
             pool: Arc::clone(&self.pool),
             index: Arc::clone(&self.index),
+            flush: Arc::clone(&self.flush),
+            queue: Arc::clone(&self.queue),
+            turn: RefCell::new(turn),
             uncounted: Arc::clone(&self.uncounted),
         }))
     }
@@ -175,6 +202,7 @@ impl Sqlite {
         let result = transfer::import(&mut conn, input, as_agent, replace, quotas, progress);
         give_back(&self.pool, conn);
         let (agent, tally) = result?;
+        durable(&self.flush)?;
         // The agent's rows were replaced wholesale: its next search indexes them afresh.
         self.index.with(|idx| Ok(index::forget(idx, &agent)?))?;
         Ok((agent, tally))
@@ -196,6 +224,16 @@ fn check_writable(path: &Path) -> Result<(), StoreError> {
         }
         Err(e) => Err(StoreError::Database(e.to_string())),
     }
+}
+
+/// Waits for `flush` to put everything committed so far on disk.
+fn durable(flush: &Flush) -> Result<(), StoreError> {
+    flush.durable().map_err(|e| {
+        tracing::error!(error = %e, "the store's log could not be synced");
+        StoreError::Database(
+            "the disk did not confirm the write; it may not survive a crash".into(),
+        )
+    })
 }
 
 /// Returns a connection to the pool, if it is idle and the pool has room.
@@ -280,6 +318,12 @@ struct SqliteTxn {
     pool: Arc<Mutex<Vec<Connection>>>,
     /// The store's search index, which a search brings up to date first.
     index: Arc<IndexFile>,
+    /// The store's durable point, which the call waits for after a commit that changed
+    /// something.
+    flush: Arc<Flush>,
+    /// The store's queue for the write lock, and the call's turn while it holds the lock.
+    queue: Arc<WriteQueue>,
+    turn: RefCell<Option<Turn>>,
     /// Read calls' operations not yet written, shared with every transaction of the store.
     uncounted: Uncounted,
 }
@@ -309,11 +353,13 @@ impl SqliteTxn {
     fn take_write_lock(&self, agent: &str) -> Result<(), StoreError> {
         let conn = self.conn();
         let read = rows::generation(conn, agent)?;
+        *self.turn.borrow_mut() = Some(self.queue.wait()?);
         conn.execute_batch("COMMIT; BEGIN IMMEDIATE")
             .map_err(map_err)?;
         if rows::generation(conn, agent)? != read {
             self.phase.set(Phase::Stale);
             conn.execute_batch("ROLLBACK").map_err(map_err)?;
+            self.turn.take();
             return Err(StoreError::Stale);
         }
         self.phase.set(Phase::Writing);
@@ -517,15 +563,28 @@ impl Txn for SqliteTxn {
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
         match self.phase.get() {
             Phase::Stale => return Err(StoreError::Stale),
-            Phase::Writing => return self.count_and_commit(agent),
+            Phase::Writing => {
+                self.count_and_commit(agent)?;
+                // The lock is free: the next writer's turn overlaps this one's sync.
+                self.turn.take();
+                return durable(&self.flush);
+            }
             Phase::Reading => {}
         }
         // A read, or a write call that changed nothing: end its snapshot. Counting it (and
         // caching a summary) is bookkeeping that must not fail the answer.
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
         let summaries = self.pending_summaries.take();
-        if let Err(e) = self.count_after_read(agent, &summaries) {
-            tracing::warn!(error = %e, summaries = summaries.len(), "operation count kept for the next write");
+        // A count alone is not worth a wait: with the lock taken or asked for, it is kept.
+        let turn = match summaries.is_empty() {
+            true => self.queue.now().ok_or(StoreError::Busy(0)),
+            false => self.queue.wait(),
+        };
+        let counted = turn.and_then(|_turn| self.count_after_read(agent, &summaries));
+        if let Err(e) = counted {
+            if !summaries.is_empty() || !matches!(e, StoreError::Busy(_)) {
+                tracing::warn!(error = %e, summaries = summaries.len(), "operation count kept for the next write");
+            }
             if !self.conn().is_autocommit() {
                 let _ = self.conn().execute_batch("ROLLBACK");
             }
@@ -548,21 +607,25 @@ impl SqliteTxn {
         summaries: &[PendingSummary],
     ) -> Result<(), StoreError> {
         let conn = self.conn();
-        let durable = !summaries.is_empty();
-        let (wait, sync) = if durable {
-            (BUSY_TIMEOUT, "FULL")
+        let worth_waiting = !summaries.is_empty();
+        let wait = if worth_waiting {
+            BUSY_TIMEOUT
         } else {
-            (Duration::ZERO, "NORMAL")
+            Duration::ZERO
         };
         conn.busy_timeout(wait).map_err(map_err)?;
         let result = conn
-            .execute_batch(&format!("PRAGMA synchronous = {sync}; BEGIN IMMEDIATE"))
+            .execute_batch("BEGIN IMMEDIATE")
             .map_err(map_err)
             .and_then(|()| {
                 // A version deleted or pruned meanwhile simply goes uncached.
                 summaries.iter().try_for_each(|s| self.store_summary(s))
             })
-            .and_then(|()| self.count_and_commit(agent));
+            .and_then(|()| self.count_and_commit(agent))
+            .and_then(|()| match worth_waiting {
+                true => durable(&self.flush),
+                false => Ok(()),
+            });
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
         result
     }
@@ -594,10 +657,10 @@ impl SqliteTxn {
 impl Drop for SqliteTxn {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
-        // Roll back whatever was not committed, and put back the durable default; a
-        // connection left in an unknown state is closed rather than pooled.
+        // Roll back whatever was not committed; a connection left in an unknown state is
+        // closed rather than pooled.
         let rolled_back = conn.is_autocommit() || conn.execute_batch("ROLLBACK").is_ok();
-        if rolled_back && conn.execute_batch("PRAGMA synchronous = FULL").is_ok() {
+        if rolled_back {
             give_back(&self.pool, conn);
         }
     }
@@ -608,48 +671,44 @@ mod tests {
     use super::*;
     use scratchpad_guest::limits::NO_OVERRIDES;
 
-    /// `PRAGMA synchronous` of every connection waiting in the pool (2 is FULL).
-    fn pooled_sync(store: &Sqlite) -> Vec<i64> {
-        locked(&store.pool)
+    /// A write call answers only after a sync of the WAL that began after its commit; a
+    /// read's count syncs nothing, a read that cached a summary (worth keeping) does; and a
+    /// write that failed syncs nothing either.
+    #[test]
+    fn every_change_waits_for_a_sync_and_a_reads_count_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Sqlite::open(&dir.path().join("s.db")).unwrap();
+        let (a, f) = (AgentId::parse("a").unwrap(), FilePath::parse("f").unwrap());
+        let write = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+        write.put_version(&a, &f, 1, "x").unwrap();
+        write.commit("a").unwrap();
+        assert_eq!(store.syncs(), 1, "the write's");
+
+        let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
+        read.get_usage(&a).unwrap();
+        read.commit("a").unwrap();
+        assert_eq!(store.syncs(), 1, "a read's count is not worth a sync");
+
+        let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
+        read.put_summary(&a, &f, 1, "m", "short").unwrap();
+        read.commit("a").unwrap();
+        assert_eq!(store.syncs(), 2, "a summary is");
+
+        let failed = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+        failed.put_version(&a, &f, 2, "y").unwrap();
+        drop(failed);
+        assert_eq!(store.syncs(), 2, "a rolled-back write has nothing to sync");
+        let pooled: Vec<i64> = locked(&store.pool)
             .iter()
             .map(|c| {
                 c.pragma_query_value(None, "synchronous", |r| r.get(0))
                     .unwrap()
             })
-            .collect()
-    }
-
-    /// A read counts itself with `synchronous = NORMAL`; the connection it used goes back to
-    /// the pool durable again, so the write that takes it next is on disk when it answers.
-    #[test]
-    fn a_connection_a_read_used_is_durable_again_for_the_next_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Sqlite::open(&dir.path().join("s.db")).unwrap();
-        let a = AgentId::parse("a").unwrap();
-        let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
-        read.get_usage(&a).unwrap();
-        read.commit("a").unwrap();
-        assert_eq!(
-            pooled_sync(&store),
-            [2],
-            "the read's connection, back in the pool"
-        );
-        let write = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+            .collect();
         assert!(
-            locked(&store.pool).is_empty(),
-            "the write took that connection"
+            pooled.iter().all(|&s| s == 1),
+            "NORMAL, the flush syncs: {pooled:?}"
         );
-        write.commit("a").unwrap();
-        assert_eq!(pooled_sync(&store), [2]);
-        // A read whose count failed (the lock was taken) also gives its connection back durable.
-        let held = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
-        held.put_version(&a, &FilePath::parse("f").unwrap(), 1, "x")
-            .unwrap();
-        let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
-        read.get_usage(&a).unwrap();
-        read.commit("a").unwrap();
-        drop(held);
-        assert_eq!(pooled_sync(&store), [2, 2]);
     }
 
     /// A write call reads without the lock. Another agent's commit in between leaves what it
