@@ -5,6 +5,8 @@
 //! The native path does what `Service::call` does minus the sandbox and the JSON: begin the
 //! call's transaction, run the same tool function over the same guard, commit.
 
+pub mod report;
+
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_mcp::bindings::{ToolError as HostToolError, Tools};
 use scratchpad_mcp::guard::Guard;

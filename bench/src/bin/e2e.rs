@@ -9,6 +9,7 @@
 #![allow(clippy::print_stdout)]
 
 use scratchpad_bench::document;
+use scratchpad_bench::report::{Run, memory_mib, ms, row};
 use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
@@ -79,56 +80,15 @@ impl Server {
         result["structuredContent"].clone()
     }
 
-    /// (resident, peak resident) memory in MiB, from /proc.
+    /// (resident, peak resident) memory in MiB.
     fn memory_mib(&self) -> (f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-                .unwrap_or(0.0)
-                / 1024.0
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        memory_mib(self.child.id())
     }
 
     fn stop(mut self) {
         drop(self.stdin);
         let _ = self.child.wait();
     }
-}
-
-/// Latencies of a run of calls.
-struct Run(Vec<Duration>);
-
-impl Run {
-    fn time(n: usize, mut f: impl FnMut(usize)) -> Run {
-        Run((0..n)
-            .map(|i| {
-                let t = Instant::now();
-                f(i);
-                t.elapsed()
-            })
-            .collect())
-    }
-    fn quantile(&self, q: f64) -> Duration {
-        let mut sorted = self.0.clone();
-        sorted.sort();
-        sorted[((sorted.len() - 1) as f64 * q).round() as usize]
-    }
-    fn per_second(&self) -> f64 {
-        self.0.len() as f64 / self.0.iter().sum::<Duration>().as_secs_f64()
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1e3)
-}
-
-fn row(what: &str, figure: String, note: String) {
-    println!("| {what} | {figure} | {note} |");
 }
 
 /// Criterion's median for one benchmark of this run, from its saved estimates.
@@ -234,18 +194,28 @@ fn criterion_rows(root: &Path) {
     }
 }
 
-/// Calls per second and latency of the common tools, one call at a time, as `agent`;
-/// `store` is added to each row's name.
-fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) {
-    let writes = Run::time(n, |i| {
+/// `n` writes of the 50-line document (one line changed each), one at a time, as `agent`.
+fn writes(s: &mut Server, n: usize, agent: &str) -> Run {
+    Run::time(n, |i| {
         s.call(
             "write_file",
             json!({ "agent_id": agent, "path": "plan.md", "content": document(i) }),
         );
-    });
-    let reads = Run::time(n, |i| {
+    })
+}
+
+/// `n` reads of that document since a recent version, one at a time.
+fn reads(s: &mut Server, n: usize, agent: &str) -> Run {
+    Run::time(n, |i| {
         s.call("read_file", json!({ "agent_id": agent, "path": "plan.md", "since_version": (n - 1 - i % 9).max(1) }));
-    });
+    })
+}
+
+/// Calls per second and latency of the common tools, one call at a time, as `agent`;
+/// `store` is added to each row's name. Returns the writes' and the reads' runs.
+fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) -> (Run, Run) {
+    let writes = writes(s, n, agent);
+    let reads = reads(s, n, agent);
     let appends = Run::time(n, |i| {
         s.call("append_log", json!({ "agent_id": agent, "path": "log", "entry": { "step": i, "did": "edited plan.md" } }));
     });
@@ -268,6 +238,54 @@ fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) {
                 "p50 {}, p99 {}",
                 ms(run.quantile(0.5)),
                 ms(run.quantile(0.99))
+            ),
+        );
+    }
+    (writes, reads)
+}
+
+/// The server's writes and reads beside the stdio floor's (`floor.rs`: the same skeleton,
+/// the bare statements), measured in this run.
+fn floor_rows(floor_bin: &Path, dir: &Path, n: usize, server: (&Run, &Run)) {
+    if !floor_bin.exists() {
+        row(
+            "against the stdio floor",
+            "left out".into(),
+            format!(
+                "build it first: cargo build --release -p scratchpad-bench --bins ({} is missing)",
+                floor_bin.display()
+            ),
+        );
+        return;
+    }
+    let mut floor = Server::start(floor_bin, &dir.join("stdio-floor.db"), &dir.join("unused"));
+    let (floor_writes, floor_reads) = (
+        writes(&mut floor, n, "bench"),
+        reads(&mut floor, n, "bench"),
+    );
+    floor.stop();
+    for (what, ours, theirs) in [
+        (
+            "write_file over stdio, server / stdio floor",
+            server.0,
+            &floor_writes,
+        ),
+        (
+            "read_file since a version over stdio, server / stdio floor (one select)",
+            server.1,
+            &floor_reads,
+        ),
+    ] {
+        row(
+            what,
+            format!(
+                "{:.2}x",
+                ours.quantile(0.5).as_secs_f64() / theirs.quantile(0.5).as_secs_f64()
+            ),
+            format!(
+                "p50 {} vs {}; goal ≤ 1.3x",
+                ms(ours.quantile(0.5)),
+                ms(theirs.quantile(0.5))
             ),
         );
     }
@@ -382,7 +400,11 @@ fn main() {
             listing.len() / 4
         ),
     );
-    call_rows(&mut s, n, "bench", "");
+    let (server_writes, server_reads) = call_rows(&mut s, n, "bench", "");
+    let floor_bin = std::env::current_exe()
+        .expect("this binary")
+        .with_file_name("floor");
+    floor_rows(&floor_bin, tmp.path(), n, (&server_writes, &server_reads));
     wal_rows(
         &mut s,
         &tmp.path().join("calls.db"),
