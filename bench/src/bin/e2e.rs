@@ -533,7 +533,19 @@ fn main() {
     if let Some(url) = std::env::var_os("SCRATCHPAD_TEST_POSTGRES") {
         let mut pg = Server::start_on(&bin, &["--database".as_ref(), url.as_os_str()], &cache);
         let agent = format!("bench-{}", std::process::id());
-        call_rows(&mut pg, n, &agent, " on PostgreSQL (loopback)");
+        let (pg_writes, _) = call_rows(&mut pg, n, &agent, " on PostgreSQL (loopback)");
+        row(
+            "write_file p50, PostgreSQL (loopback) / SQLite",
+            format!(
+                "{:.2}x",
+                pg_writes.quantile(0.5).as_secs_f64() / server_writes.quantile(0.5).as_secs_f64()
+            ),
+            format!(
+                "{} vs {}; goal ≤ 1.5x",
+                ms(pg_writes.quantile(0.5)),
+                ms(server_writes.quantile(0.5))
+            ),
+        );
         pg.stop();
     }
 }

@@ -22,14 +22,20 @@ use std::sync::Arc;
 pub(super) struct PgCall(RefCell<PgTxn>);
 
 impl PgCall {
-    /// Begins a call's transaction in `mode` on a connection of `pool`.
+    /// Begins a call's transaction in `mode` on a connection of `pool`: a read call's
+    /// snapshot at once; a write call's transaction with its agent's lock, in one round trip,
+    /// on its first statement ([`PgTxn::conn_for`]).
     pub(super) fn begin(
         pool: &Arc<Pool>,
         mode: Mode,
         limits: LimitOverrides,
     ) -> Result<Self, StoreError> {
+        let conn = match mode {
+            Mode::Read => begin_on(pool, mode)?,
+            Mode::Write => pool.take()?,
+        };
         Ok(Self(RefCell::new(PgTxn {
-            conn: Some(begin_on(pool, mode)?),
+            conn: Some(conn),
             mode,
             limits,
             agent: None,
@@ -79,10 +85,12 @@ impl PgTxn {
             match &self.agent {
                 Some(held) => debug_assert_eq!(held, agent, "a call acts for one agent"),
                 None => {
-                    self.conn_mut()?.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                        &[&agent],
-                    )?;
+                    let begin = format!(
+                        "BEGIN ISOLATION LEVEL READ COMMITTED;
+                         SELECT pg_advisory_xact_lock(hashtextextended({}, 0))",
+                        literal(agent)?
+                    );
+                    self.conn_mut()?.batch(&begin)?;
                     self.agent = Some(agent.to_owned());
                 }
             }
@@ -247,9 +255,15 @@ impl PgTxn {
 impl PgTxn {
     fn commit(mut self, agent: &str) -> Result<(), StoreError> {
         if self.mode == Mode::Write {
-            let conn = self.conn_for(agent)?;
-            Self::count_call(conn, agent)?;
-            conn.batch("COMMIT")?;
+            // The operation's count and the commit in one round trip.
+            let counted = format!(
+                "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+                 VALUES ({0}, 0, 0, 0, 1)
+                 ON CONFLICT (agent_id) DO UPDATE SET total_operations = agents.total_operations + 1;
+                 COMMIT",
+                literal(agent)?
+            );
+            self.conn_for(agent)?.batch(&counted)?;
             self.release();
             return Ok(());
         }
@@ -279,5 +293,34 @@ impl Drop for PgTxn {
         // Roll back what was not committed; a connection that cannot is closed, not pooled.
         let rolled_back = conn.batch("ROLLBACK").is_ok();
         self.pool.give_back(conn, rolled_back);
+    }
+}
+
+/// An agent id as an SQL string literal, for the statements sent with others in one round
+/// trip (the simple protocol takes no parameters). Agent ids are `[A-Za-z0-9_-]`, which
+/// need no quoting; anything else is refused here rather than quoted.
+fn literal(agent: &str) -> Result<String, StoreError> {
+    let plain = !agent.is_empty()
+        && agent
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match plain {
+        true => Ok(format!("'{agent}'")),
+        false => Err(StoreError::Refused(format!(
+            "agent id {agent:?} cannot be written as a literal"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::literal;
+
+    #[test]
+    fn only_plain_agent_ids_become_literals() {
+        assert_eq!(literal("agent-7_b").unwrap(), "'agent-7_b'");
+        for bad in ["", "a'; DROP TABLE files; --", "a b", "é"] {
+            assert!(literal(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -21,26 +21,31 @@ impl PgTxn {
         agent: &str,
         path: &str,
     ) -> Result<Option<FileState>, StoreError> {
-        let Some((id, last_version, _)) = self.file_row(agent, path)? else {
+        // The file's row and its kept versions in one round trip: no rows, never written; one
+        // row of NULL versions, deleted.
+        let rows = self.conn_for(agent)?.query(
+            "SELECT f.last_version, v.version, v.bytes, scratchpad_rfc3339(v.created_at), v.sha256
+             FROM files f LEFT JOIN versions v ON v.file_id = f.id
+             WHERE f.agent_id = $1 AND f.path = $2
+             ORDER BY v.version",
+            &[&agent, &path],
+        )?;
+        let Some(first) = rows.first() else {
             return Ok(None);
         };
-        let kept = self
-            .conn_for(agent)?
-            .query(
-                "SELECT version, bytes, scratchpad_rfc3339(created_at), sha256 FROM versions
-                 WHERE file_id = $1 ORDER BY version",
-                &[&id],
-            )?
-            .iter()
-            .map(|r| {
-                Ok(VersionInfo {
-                    version: to_u64(col(r, 0)?),
-                    bytes: to_u64(col(r, 1)?),
-                    created_at: col(r, 2)?,
-                    sha256: col(r, 3)?,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
+        let last_version = to_u64(col(first, 0)?);
+        let mut kept = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let Some(version) = col::<Option<i64>>(r, 1)? else {
+                continue;
+            };
+            kept.push(VersionInfo {
+                version: to_u64(version),
+                bytes: to_u64(col(r, 2)?),
+                created_at: col(r, 3)?,
+                sha256: col(r, 4)?,
+            });
+        }
         Ok(Some(FileState { last_version, kept }))
     }
 
@@ -66,33 +71,43 @@ impl PgTxn {
         content: &str,
     ) -> Result<(), StoreError> {
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
-        let conn = self.conn_for(agent)?;
-        // One statement: `was` is the file's row as it stood before it (a file that exists
-        // now gains no count), `file` the row as it is after.
-        let row = conn.query_one(
+        // One round trip for the whole write: the file's row, the version, the file's search
+        // document replaced, and the agent's counters. `was` is the file's row as it stood
+        // before the statement (a file that exists now gains no count); every part sees that
+        // same snapshot, so the old document's delete cannot see the new one.
+        self.conn_for(agent)?.execute(
             "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
              file AS (
                  INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
                  VALUES ($1, $2, $3, $3, $4, now())
                  ON CONFLICT (agent_id, path) DO UPDATE SET last_version = $3, current_version = $3,
                    current_bytes = $4, updated_at = now()
-                 RETURNING id)
-             INSERT INTO versions (file_id, version, bytes, content, sha256)
-             SELECT id, $3, $4, $5, $6 FROM file
-             RETURNING EXISTS (SELECT 1 FROM was WHERE current_version IS NOT NULL)",
-            &[&agent, &path, &v, &bytes, &content.as_bytes(), &content_hash(content)],
+                 RETURNING id),
+             version AS (
+                 INSERT INTO versions (file_id, version, bytes, content, sha256)
+                 SELECT id, $3, $4, $5, $6 FROM file),
+             old_doc AS (
+                 DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log),
+             new_doc AS (
+                 INSERT INTO search_docs (agent_id, path, is_log, ref, doc)
+                 VALUES ($1, $2, false, $3, array_to_tsvector($7::text[])))
+             INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+             VALUES ($1, $4, CASE WHEN EXISTS (SELECT 1 FROM was WHERE current_version IS NOT NULL)
+                                  THEN 0 ELSE 1 END, 0, 0)
+             ON CONFLICT (agent_id) DO UPDATE SET
+               total_bytes = agents.total_bytes + excluded.total_bytes,
+               file_count = agents.file_count + excluded.file_count",
+            &[
+                &agent,
+                &path,
+                &v,
+                &bytes,
+                &content.as_bytes(),
+                &content_hash(content),
+                &search::lexemes(content),
+            ],
         )?;
-        let existed: bool = col(&row, 0)?;
-        Self::index_file(conn, agent, path, Some(version), content)?;
-        Self::bump(
-            conn,
-            agent,
-            Tally {
-                bytes,
-                files: i64::from(!existed),
-                ..Tally::default()
-            },
-        )
+        Ok(())
     }
 
     pub(super) fn prune_versions(
@@ -101,27 +116,18 @@ impl PgTxn {
         path: &str,
         keep_from: u64,
     ) -> Result<(), StoreError> {
-        let conn = self.conn_for(agent)?;
-        // Summaries of the dropped versions go with them (ON DELETE CASCADE).
-        let freed: i64 = col(
-            &conn.query_one(
-                "WITH gone AS (DELETE FROM versions v USING files f
-                               WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2
-                                 AND v.version < $3
-                               RETURNING v.bytes)
-                 SELECT COALESCE(sum(bytes), 0)::bigint FROM gone",
-                &[&agent, &path, &to_i64(keep_from)?],
-            )?,
-            0,
+        // Summaries of the dropped versions go with them (ON DELETE CASCADE); the bytes freed
+        // leave the agent's counter in the same statement.
+        self.conn_for(agent)?.execute(
+            "WITH gone AS (DELETE FROM versions v USING files f
+                           WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2
+                             AND v.version < $3
+                           RETURNING v.bytes)
+             UPDATE agents SET total_bytes = total_bytes - (SELECT COALESCE(sum(bytes), 0) FROM gone)
+             WHERE agent_id = $1",
+            &[&agent, &path, &to_i64(keep_from)?],
         )?;
-        Self::bump(
-            conn,
-            agent,
-            Tally {
-                bytes: -freed,
-                ..Tally::default()
-            },
-        )
+        Ok(())
     }
 
     pub(super) fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
