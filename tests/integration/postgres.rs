@@ -326,7 +326,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
         .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
         .unwrap()
         .get(0);
-    assert_eq!(applied, 4);
+    assert_eq!(applied, 5);
     db.execute(
         "INSERT INTO scratchpad_migrations (version, name) VALUES (99, 'from the future')",
         &[],
@@ -334,10 +334,83 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     .unwrap();
     let e = Postgres::open(&url).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this build's 4"),
+        e.contains("schema version 99, newer than this build's 5"),
         "{e}"
     );
     assert!(!e.contains("scratchpad@"), "no password or user in {e}");
+}
+
+/// A search reads its own agent's postings only: every lexeme carries its agent, so the
+/// index scan for a word another agent holds in 200 documents finds this agent's 3. A store
+/// indexed before that (words alone) is rewritten by the migration, and still searched.
+#[test]
+fn a_search_reads_only_its_agents_postings() {
+    let Some(s) = scratch() else { return };
+    for i in 0..200 {
+        s.write("crowd", &format!("n/{i}"), "the plan again");
+    }
+    for i in 0..3 {
+        s.write("solo", &format!("mine/{i}"), "my plan");
+    }
+    let mut db = s.database.as_ref().unwrap().client();
+    let unprefixed: i64 = db
+        .query_one(
+            "SELECT count(*) FROM search_docs d, unnest(d.doc) l
+             WHERE NOT starts_with(l.lexeme, d.agent_id || ':')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(unprefixed, 0);
+    let scanned = |db: &mut postgres::Client| -> i64 {
+        // The plan is `json`; the simple protocol hands it over as text.
+        let messages = db
+            .simple_query(
+                "EXPLAIN (ANALYZE, FORMAT JSON) SELECT path FROM search_docs
+                 WHERE agent_id = 'solo' AND doc @@ '''solo:plan'''::tsquery",
+            )
+            .unwrap();
+        let plan = messages
+            .iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .expect("a plan");
+        let plan: Value = serde_json::from_str(&plan).unwrap();
+        fn index_rows(node: &Value) -> Option<i64> {
+            if node["Node Type"] == "Bitmap Index Scan" {
+                return node["Actual Rows"].as_i64();
+            }
+            node["Plans"].as_array()?.iter().find_map(index_rows)
+        }
+        index_rows(&plan[0]["Plan"]).expect("a bitmap index scan")
+    };
+    db.batch_execute("SET enable_seqscan = off").unwrap();
+    assert_eq!(
+        scanned(&mut db),
+        3,
+        "the crowd's 200 documents are not read"
+    );
+
+    // As the documents of an older build were: words alone. The migration runs again.
+    db.batch_execute(
+        "UPDATE search_docs SET doc = array_to_tsvector(ARRAY['my', 'plan']) WHERE agent_id = 'solo';
+         DELETE FROM scratchpad_migrations WHERE version = 5;",
+    )
+    .unwrap();
+    Postgres::open(&s.database.as_ref().unwrap().url).unwrap();
+    let found = s.ok("search", json!({ "agent_id": "solo", "query": "plan" }));
+    assert_eq!(found["hits"].as_array().map(Vec::len), Some(3), "{found}");
+    let crowd = s.ok(
+        "search",
+        json!({ "agent_id": "crowd", "query": "plan", "limit": 50 }),
+    );
+    assert_eq!(
+        crowd["hits"].as_array().map(Vec::len),
+        Some(50),
+        "kept as they were"
+    );
 }
 
 #[test]

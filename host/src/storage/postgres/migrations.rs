@@ -38,6 +38,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "log entry hashes",
         sql: include_str!("migrations/0004_log_entry_hashes.sql"),
     },
+    Migration {
+        version: 5,
+        name: "agent lexemes",
+        sql: include_str!("migrations/0005_agent_lexemes.sql"),
+    },
 ];
 
 /// The advisory lock key that serialises migrations ("scratchp" in ASCII).

@@ -228,7 +228,7 @@ impl PgTxn {
                 &path,
                 &is_log,
                 &to_i64(reference)?,
-                &search::lexemes(body),
+                &search::lexemes(agent, body),
             ],
         )
         .map(drop)

@@ -104,7 +104,7 @@ impl PgTxn {
                 &bytes,
                 &content.as_bytes(),
                 &content_hash(content),
-                &search::lexemes(content),
+                &search::lexemes(agent, content),
             ],
         )?;
         Ok(())
@@ -394,7 +394,7 @@ impl PgTxn {
         limit: u32,
         offset: u32,
     ) -> Result<Vec<SearchMatch>, StoreError> {
-        let Some(query) = search::query(terms, match_all)? else {
+        let Some(query) = search::query(agent, terms, match_all)? else {
             return Ok(Vec::new());
         };
         self.conn_for(agent)?
