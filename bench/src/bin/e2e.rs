@@ -33,9 +33,16 @@ impl Server {
 
     /// A server on the store `store` names (`--db FILE` or `--database URL`).
     fn start_on(bin: &Path, store: &[&OsStr], cache: &Path) -> Self {
-        let mut child = Command::new(bin)
+        let mut command = Command::new(bin);
+        command
             .args(store)
-            .args(["--cache-dir".as_ref(), cache.as_os_str()])
+            .args(["--cache-dir".as_ref(), cache.as_os_str()]);
+        Self::spawn(command)
+    }
+
+    /// Any MCP server over stdio that `command` starts, initialized.
+    fn spawn(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -280,6 +287,40 @@ fn floor_rows(floor_bin: &Path, dir: &Path, n: usize, server: (&Run, &Run)) {
     }
 }
 
+/// Our reads since a version beside a peer's whole-document reads, in this run: mcp-memory-rs
+/// 0.3.1 (`memory_read` of the same 50-line document, which it serves from memory), when
+/// `SCRATCHPAD_PEER_MCP_MEMORY` names its binary (CI installs it). Writes are not compared:
+/// it keeps JSON files, not durable the way a committed write is here.
+fn peer_rows(dir: &Path, n: usize, our_reads: &Run) {
+    let Some(peer) = std::env::var_os("SCRATCHPAD_PEER_MCP_MEMORY") else {
+        row(
+            "read_file since a version / mcp-memory-rs 0.3.1 memory_read",
+            "left out".into(),
+            "set SCRATCHPAD_PEER_MCP_MEMORY to its binary (cargo install mcp-memory-rs@0.3.1 --locked)".into(),
+        );
+        return;
+    };
+    let mut command = Command::new(peer);
+    command.env("MCP_MEMORY_DIR", dir.join("peer-memory"));
+    let mut peer = Server::spawn(command);
+    for i in 0..10 {
+        peer.call(
+            "memory_write",
+            json!({ "category": "plan", "data": { "text": document(i) } }),
+        );
+    }
+    let reads = Run::time(n, |_| {
+        peer.call("memory_read", json!({ "category": "plan" }));
+    });
+    peer.stop();
+    ratio_row(
+        "read_file since a version / mcp-memory-rs 0.3.1 memory_read (whole document)",
+        our_reads,
+        &reads,
+        "1.0x",
+    );
+}
+
 /// One row: the p50 of `ours` over the p50 of `theirs`, measured in this run, and the goal.
 fn ratio_row(what: &str, ours: &Run, theirs: &Run, goal: &str) {
     let (ours, theirs) = (ours.quantile(0.5), theirs.quantile(0.5));
@@ -404,6 +445,7 @@ fn main() {
         .expect("this binary")
         .with_file_name("floor");
     floor_rows(&floor_bin, tmp.path(), n, (&server_writes, &server_reads));
+    peer_rows(tmp.path(), n, &server_reads);
     wal_rows(
         &mut s,
         &tmp.path().join("calls.db"),
