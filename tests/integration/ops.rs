@@ -231,6 +231,24 @@ fn import_refuses_to_overwrite_unless_asked_and_refuses_broken_files_whole() {
         ),
         "{e}"
     );
+    // A log entry's body changed on the way: its hash says so too.
+    let entry_changed = text.replacen("\"text\":\"plain text\"", "\"text\":\"plain tExt\"", 1);
+    assert_ne!(entry_changed, text);
+    let fresh = tempfile::tempdir().unwrap();
+    let e = ops::import(
+        &fresh.path().join("s.db"),
+        &mut entry_changed.as_bytes(),
+        None,
+        false,
+        &NO_OVERRIDES,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().ends_with(
+            "log entry \"run.log\" #1: its body does not match its sha256 (the export was changed or damaged)"
+        ),
+        "{e}"
+    );
     assert_eq!(s.usage("b")["total_bytes"], usage_before["total_bytes"]);
 }
 

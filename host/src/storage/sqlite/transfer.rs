@@ -32,8 +32,8 @@ use std::io::{BufRead, Write};
 /// What the first line says the file is.
 const FORMAT: &str = "scratchpad-export";
 /// The version of the line format this build writes; it reads every one up to it. 2 added
-/// each version's `sha256`.
-const FORMAT_VERSION: u32 = 2;
+/// each version's `sha256`, 3 each log entry's.
+const FORMAT_VERSION: u32 = 3;
 
 /// One line of an export.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
@@ -112,6 +112,10 @@ pub enum Line {
         json: Option<String>,
         /// When it was appended.
         created_at: String,
+        /// The hash the store kept for its body (format 3 on): an import refuses a body that
+        /// does not match it, as for a version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
     },
     /// The last line: what came before it, and the agent's operation count.
     End {
@@ -282,7 +286,7 @@ pub fn export(
         .map_err(map_err)?;
     let mut entries = tx
         .prepare(
-            "SELECT id, is_text, body, created_at FROM log_entries
+            "SELECT id, is_text, body, created_at, sha256 FROM log_entries
              WHERE agent_id = ?1 AND path = ?2 ORDER BY id",
         )
         .map_err(map_err)?;
@@ -321,6 +325,7 @@ pub fn export(
                 text,
                 json,
                 created_at: r.get(3).map_err(map_err)?,
+                sha256: Some(r.get(4).map_err(map_err)?),
             };
             write_line(out, &line)?;
             tally.log_entries += 1;
@@ -563,6 +568,7 @@ impl Importer<'_> {
                 text,
                 json,
                 created_at,
+                sha256,
             } => {
                 self.close_file().map_err(|e| e.to_string())?;
                 if let Some((log, last_id)) = &self.log
@@ -598,6 +604,12 @@ impl Importer<'_> {
                 FilePath::parse(&path).map_err(rule)?;
                 check_entry_size(&self.quotas, body.len() as u64)
                     .map_err(|e| format!("{path:?} #{id}: {}", rule(e)))?;
+                let hash = content_hash(&body);
+                if sha256.as_ref().is_some_and(|h| *h != hash) {
+                    return Err(format!(
+                        "log entry {path:?} #{id}: its body does not match its sha256 (the export was changed or damaged)"
+                    ));
+                }
                 if self.tally.log_entries >= self.quotas.max_log_entries {
                     return Err(format!(
                         "more than {} log entries; the agent's quota is {} log entries",
@@ -609,7 +621,7 @@ impl Importer<'_> {
                     .execute(
                         "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, created_at, sha256)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                        params![self.agent, path, id as i64, is_text, body, body.len() as i64, created_at, content_hash(&body)],
+                        params![self.agent, path, id as i64, is_text, body, body.len() as i64, created_at, hash],
                     )
                     .map_err(|e| map_err(e).to_string())?;
                 self.last_entry = Some((path, id));
