@@ -12,7 +12,10 @@
 //!
 //! The index is a cache: everything in it is derived from the store, so a missing, damaged
 //! or older index file is rebuilt, never trusted over the store. Restoring a snapshot
-//! deletes it; importing an agent forgets that agent's part.
+//! deletes it; an import moves the agent to a new lineage of generations
+//! ([`crate::rows::next_lineage`]), and the agent's next search, finding its part of another
+//! lineage, indexes it afresh (even when a search that began before the import recorded its
+//! part after it).
 //!
 //! One document per current file version and per log entry, in an FTS5 table of the agent's
 //! own (`search_index_` and the agent id in hex, made on the agent's first document), so
@@ -153,19 +156,25 @@ pub fn drop_from_store(main: &Connection) -> Result<(), Error> {
     Ok(main.execute_batch("DROP TABLE IF EXISTS search_docs")?)
 }
 
-/// Forgets what the index holds of `agent`, whose rows were replaced wholesale (an import):
-/// its next search indexes them again from the start.
+/// Forgets what the index holds of `agent` (a damaged part): its next search indexes the
+/// agent's rows again from the start.
 pub fn forget(idx: &Connection, agent: &str) -> Result<(), Error> {
     let tx = Transaction::new_unchecked(idx, TransactionBehavior::Immediate)?;
-    tx.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(agent)))?;
+    forget_in(&tx, agent)?;
+    Ok(tx.commit()?)
+}
+
+/// [`forget`], inside the caller's transaction of the index.
+fn forget_in(idx: &Connection, agent: &str) -> Result<(), Error> {
+    idx.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(agent)))?;
     for sql in [
         "DELETE FROM search_docs WHERE agent_id = ?1",
         "DELETE FROM search_agents WHERE agent_id = ?1",
         "DELETE FROM search_logs WHERE agent_id = ?1",
     ] {
-        tx.execute(sql, [agent])?;
+        idx.execute(sql, [agent])?;
     }
-    Ok(tx.commit()?)
+    Ok(())
 }
 
 /// The name of `agent`'s FTS5 table, quoted: the id in hex, because SQLite's names ignore
@@ -202,7 +211,12 @@ fn catch_up(main: &Connection, idx: &Connection, agent: &str) -> Result<(), Erro
         return Ok(());
     }
     let tx = Transaction::new_unchecked(idx, TransactionBehavior::Immediate)?;
-    if indexed_generation(&tx, agent)? != Some(now) {
+    let indexed = indexed_generation(&tx, agent)?;
+    if indexed != Some(now) {
+        if indexed.is_some_and(|g| crate::rows::lineage(g) != crate::rows::lineage(now)) {
+            // The agent's rows were replaced since (an import): nothing indexed is theirs.
+            forget_in(&tx, agent)?;
+        }
         catch_up_files(main, &tx, agent)?;
         catch_up_logs(main, &tx, agent)?;
         tx.prepare_cached(

@@ -68,6 +68,22 @@ pub fn set_log_retention(
     count(conn, agent, change)
 }
 
+/// An import replaces an agent's rows wholesale: a new lineage of its data. Its generation
+/// then jumps to the next multiple of this, past any number of ordinary changes (one or a
+/// few a write), so that what reads the generation (the search index) can tell a new
+/// lineage from changes to the old one.
+pub const LINEAGE: i64 = 1 << 40;
+
+/// The lineage `generation` belongs to.
+pub fn lineage(generation: i64) -> i64 {
+    generation / LINEAGE
+}
+
+/// The first generation of the lineage after `generation`'s: always above it.
+pub fn next_lineage(generation: i64) -> i64 {
+    (lineage(generation) + 1) * LINEAGE
+}
+
 /// The agent's generation (0 before its first change): see [`Tally::changes`].
 pub fn generation(conn: &Connection, agent: &str) -> Result<i64, Error> {
     let found = conn

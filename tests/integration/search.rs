@@ -362,3 +362,63 @@ pub fn equal_hits_come_in_a_fixed_order(s: &Scratch) {
 fn equal_hits_come_in_a_fixed_order_on_sqlite() {
     equal_hits_come_in_a_fixed_order(&Scratch::new());
 }
+
+/// An import that races a search: the search read the store before the import and recorded
+/// the agent's part of the index after it (here: the index file as it was before the import,
+/// put back after it). The import moved the agent to a new lineage, so its next search
+/// indexes it afresh rather than trusting documents of the replaced rows, even under the
+/// same version numbers.
+#[test]
+fn an_index_recorded_before_an_import_is_not_trusted_after_it() {
+    let mut s = Scratch::new();
+    s.write("a", "f.md", "the old lineage's words\n");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "log", "entry": "old entry" }),
+    );
+    assert_eq!(paths(&search(&s, "a", "lineage")), ["f.md"]);
+    s.write("b", "f.md", "the imported text\n");
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "b", "path": "log", "entry": "new entry" }),
+    );
+    let mut exported = Vec::new();
+    admin::export(
+        &s.db(),
+        "b",
+        &mut std::io::Cursor::new(&mut exported),
+        &mut |_| {},
+    )
+    .unwrap();
+    s.stop();
+    let index_file = index::file_of(&s.db());
+    let before = std::fs::read(&index_file).unwrap();
+
+    let store = scratchpad_mcp::storage::Sqlite::open(&s.db()).unwrap();
+    let quotas = scratchpad_guest::limits::quotas(&scratchpad_guest::limits::NO_OVERRIDES);
+    store
+        .import(
+            &mut exported.as_slice(),
+            Some("a"),
+            true,
+            quotas,
+            &mut |_| {},
+        )
+        .unwrap();
+    drop(store);
+    std::fs::write(&index_file, before).unwrap();
+
+    s.restart();
+    assert!(
+        paths(&search(&s, "a", "lineage")).is_empty(),
+        "the replaced file's words"
+    );
+    assert_eq!(paths(&search(&s, "a", "imported")), ["f.md"]);
+    assert_eq!(paths(&search(&s, "a", "new")), ["log"]);
+    assert!(
+        paths(&search(&s, "a", "old")).is_empty(),
+        "the replaced entry's words"
+    );
+    let v = admin::verify(&s.db()).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+}

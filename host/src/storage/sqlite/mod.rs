@@ -202,9 +202,8 @@ impl Sqlite {
         let result = transfer::import(&mut conn, input, as_agent, replace, quotas, progress);
         give_back(&self.pool, conn);
         let (agent, tally) = result?;
+        // The agent's rows are of a new lineage: its next search indexes them afresh.
         durable(&self.flush)?;
-        // The agent's rows were replaced wholesale: its next search indexes them afresh.
-        self.index.with(|idx| Ok(index::forget(idx, &agent)?))?;
         Ok((agent, tally))
     }
 }

@@ -688,9 +688,10 @@ pub fn import(
             |r| r.get(0),
         )
         .map_err(map_err)?;
-    // The agent's rows change wholesale: its generation moves on (never back to 0), so a
-    // write call that read them before this import does not write from that read.
-    let generation = rows::generation(&tx, &agent).map_err(StoreError::from)? + 1;
+    // The agent's rows change wholesale: its generation moves on to a new lineage (never
+    // back), so a write call that read them before this import does not write from that
+    // read, and the search index, whatever it caught up to meanwhile, indexes them afresh.
+    let generation = rows::next_lineage(rows::generation(&tx, &agent).map_err(StoreError::from)?);
     if has_data {
         if !replace {
             return Err(ImportError::Exists(agent));
