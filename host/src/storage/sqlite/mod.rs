@@ -12,11 +12,10 @@
 //! - A write is on disk when its call answers, and concurrent writes share the sync that puts
 //!   them there ([`flush`]: `synchronous = NORMAL`, then one sync of the WAL for every call
 //!   that committed before it began; as durable as `FULL`, without the sync under the write
-//!   lock). A read call counts its operation afterwards in a tiny write that neither waits
-//!   for the lock nor syncs: when the store cannot take it (another writer, a full disk, a
-//!   read-only file) the count is kept in memory and folded into this process's next write,
-//!   and the read still answers. Bookkeeping never fails a read, and reads never wait for an
-//!   fsync.
+//!   lock). A read call writes nothing for its operation count: the count is kept in memory
+//!   ([`COUNTS_KEPT`]) and folded into this process's next write, written by a read when a
+//!   hundred have gathered and the lock is free, or when the store is let go. Bookkeeping
+//!   never fails a read, and reads never wait for a lock or an fsync.
 //! - Summaries cost money and take seconds, so a read call never holds the write lock while
 //!   the model thinks: `put-summary` in a read call is kept aside and stored in a short write
 //!   transaction after the read, only if that version still exists.
@@ -79,6 +78,11 @@ const POOL_SIZE: usize = 8;
 
 /// Operations of read calls not yet written to `agents`, per agent.
 type Uncounted = Arc<Mutex<HashMap<String, u64>>>;
+
+/// Read calls' counts kept in memory before a read writes them (when the write lock is
+/// free): a read costs no write of its own, and a process that only reads still brings its
+/// counts to the file every so often. Writes, and closing the store, write them too.
+const COUNTS_KEPT: u64 = 100;
 
 /// A SQLite store.
 pub struct Sqlite {
@@ -157,6 +161,16 @@ impl Sqlite {
         locked: bool,
         limits: LimitOverrides,
     ) -> Result<Box<dyn Txn>, StoreError> {
+        Ok(Box::new(self.transaction(mode, locked, limits)?))
+    }
+
+    /// [`Sqlite::start`], as this backend's own transaction.
+    fn transaction(
+        &self,
+        mode: Mode,
+        locked: bool,
+        limits: LimitOverrides,
+    ) -> Result<SqliteTxn, StoreError> {
         let turn = if locked {
             Some(self.queue.wait()?)
         } else {
@@ -169,7 +183,7 @@ impl Sqlite {
             "BEGIN DEFERRED"
         };
         conn.execute_batch(begin).map_err(map_err)?;
-        Ok(Box::new(SqliteTxn {
+        Ok(SqliteTxn {
             conn: Some(conn),
             mode,
             phase: Cell::new(if locked {
@@ -185,7 +199,7 @@ impl Sqlite {
             queue: Arc::clone(&self.queue),
             turn: RefCell::new(turn),
             uncounted: Arc::clone(&self.uncounted),
-        }))
+        })
     }
 
     /// Reads an export in one write transaction; see [`transfer`](self) for the rules.
@@ -222,6 +236,22 @@ fn check_writable(path: &Path) -> Result<(), StoreError> {
             Err(StoreError::ReadOnly)
         }
         Err(e) => Err(StoreError::Database(e.to_string())),
+    }
+}
+
+/// Read calls' counts kept in memory reach the file when the store is let go (the server
+/// stops): best effort, as for the reads themselves.
+impl Drop for Sqlite {
+    fn drop(&mut self) {
+        if locked(&self.uncounted).is_empty() {
+            return;
+        }
+        let written = self
+            .transaction(Mode::Write, true, scratchpad_guest::limits::NO_OVERRIDES)
+            .and_then(|txn| txn.count_and_commit(None));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "read counts kept in memory were not written");
+        }
     }
 }
 
@@ -563,7 +593,7 @@ impl Txn for SqliteTxn {
         match self.phase.get() {
             Phase::Stale => return Err(StoreError::Stale),
             Phase::Writing => {
-                self.count_and_commit(agent)?;
+                self.count_and_commit(Some(agent))?;
                 // The lock is free: the next writer's turn overlaps this one's sync.
                 self.turn.take();
                 return durable(&self.flush);
@@ -574,16 +604,31 @@ impl Txn for SqliteTxn {
         // caching a summary) is bookkeeping that must not fail the answer.
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
         let summaries = self.pending_summaries.take();
-        // A count alone is not worth a wait: with the lock taken or asked for, it is kept.
-        let turn = match summaries.is_empty() {
-            true => self.queue.now().ok_or(StoreError::Busy(0)),
-            false => self.queue.wait(),
-        };
-        let counted = turn.and_then(|_turn| self.count_after_read(agent, &summaries));
-        if let Err(e) = counted {
-            if !summaries.is_empty() || !matches!(e, StoreError::Busy(_)) {
-                tracing::warn!(error = %e, summaries = summaries.len(), "operation count kept for the next write");
+        if summaries.is_empty() {
+            // A count alone is kept in memory, and written with others once enough have
+            // gathered, if the lock is free: never worth a wait or a write of its own.
+            let kept = {
+                let mut uncounted = locked(&self.uncounted);
+                *uncounted.entry(agent.to_owned()).or_default() += 1;
+                uncounted.values().sum::<u64>()
+            };
+            if kept >= COUNTS_KEPT
+                && let Some(_turn) = self.queue.now()
+                && let Err(e) = self.count_after_read(None, &[])
+            {
+                tracing::debug!(error = %e, "read counts kept for the next write");
+                if !self.conn().is_autocommit() {
+                    let _ = self.conn().execute_batch("ROLLBACK");
+                }
             }
+            return Ok(());
+        }
+        let counted = self
+            .queue
+            .wait()
+            .and_then(|_turn| self.count_after_read(Some(agent), &summaries));
+        if let Err(e) = counted {
+            tracing::warn!(error = %e, summaries = summaries.len(), "operation count kept for the next write");
             if !self.conn().is_autocommit() {
                 let _ = self.conn().execute_batch("ROLLBACK");
             }
@@ -602,7 +647,7 @@ impl SqliteTxn {
     /// neither), in one short write transaction.
     fn count_after_read(
         &self,
-        agent: &str,
+        agent: Option<&str>,
         summaries: &[PendingSummary],
     ) -> Result<(), StoreError> {
         let conn = self.conn();
@@ -629,8 +674,8 @@ impl SqliteTxn {
         result
     }
 
-    /// Counts one operation for `agent`, and every count kept back, then commits.
-    fn count_and_commit(&self, agent: &str) -> Result<(), StoreError> {
+    /// Counts one operation for `agent` (if any), and every count kept back, then commits.
+    fn count_and_commit(&self, agent: Option<&str>) -> Result<(), StoreError> {
         let owed: Vec<(String, u64)> = locked(&self.uncounted)
             .iter()
             .map(|(a, n)| (a.clone(), *n))
@@ -638,7 +683,9 @@ impl SqliteTxn {
         for (owed_agent, n) in &owed {
             self.count_operations(owed_agent, super::to_i64(*n)?)?;
         }
-        self.count_operations(agent, 1)?;
+        if let Some(agent) = agent {
+            self.count_operations(agent, 1)?;
+        }
         self.conn().execute_batch("COMMIT").map_err(map_err)?;
         let mut uncounted = locked(&self.uncounted);
         for (owed_agent, n) in owed {
@@ -708,6 +755,43 @@ mod tests {
             pooled.iter().all(|&s| s == 1),
             "NORMAL, the flush syncs: {pooled:?}"
         );
+    }
+
+    /// A read's count costs it no write: counts gather in memory and reach the file with the
+    /// hundredth, or when the store is let go; in this process they are counted at once.
+    #[test]
+    fn read_counts_reach_the_file_with_the_hundredth_read_or_at_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store = Sqlite::open(&path).unwrap();
+        let a = AgentId::parse("a").unwrap();
+        let read = |store: &Sqlite| {
+            let txn = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
+            let seen = txn.get_usage(&a).unwrap().total_operations;
+            txn.commit("a").unwrap();
+            seen
+        };
+        let in_file = || -> i64 {
+            Connection::open(&path)
+                .unwrap()
+                .query_row(
+                    "SELECT coalesce((SELECT total_operations FROM agents WHERE agent_id = 'a'), 0)",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        for n in 0..99 {
+            assert_eq!(read(&store), n, "this process sees its own counts");
+        }
+        assert_eq!(in_file(), 0, "99 reads wrote nothing");
+        read(&store);
+        assert_eq!(in_file(), 100, "the hundredth wrote them all");
+        for _ in 0..3 {
+            read(&store);
+        }
+        drop(store);
+        assert_eq!(in_file(), 103, "the rest at close");
     }
 
     /// A write call reads without the lock. Another agent's commit in between leaves what it
