@@ -62,7 +62,7 @@ use scratchpad_store::rows::{self, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
 use scratchpad_store::{NOW, index, logs};
 use search::IndexFile;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -186,10 +186,9 @@ impl Sqlite {
         Ok(SqliteTxn {
             conn: Some(conn),
             mode,
-            phase: Cell::new(if locked {
-                Phase::Writing
-            } else {
-                Phase::Reading
+            phase: RefCell::new(match turn {
+                Some(turn) => Phase::Writing { _turn: turn },
+                None => Phase::Reading,
             }),
             limits,
             pending_summaries: RefCell::default(),
@@ -197,7 +196,6 @@ impl Sqlite {
             index: Arc::clone(&self.index),
             flush: Arc::clone(&self.flush),
             queue: Arc::clone(&self.queue),
-            turn: RefCell::new(turn),
             uncounted: Arc::clone(&self.uncounted),
         })
     }
@@ -321,12 +319,13 @@ impl Backend for Sqlite {
 }
 
 /// How far a call's transaction has come.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Phase {
     /// In a read snapshot, holding no write lock: every call starts here.
     Reading,
-    /// Holding the write lock: the call has made (or is making) its first change.
-    Writing,
+    /// Holding the write lock, and this process's turn at it (given back when the phase
+    /// ends): the call has made (or is making) its first change.
+    Writing { _turn: Turn },
     /// Another process changed the agent's rows between the call's reads and its lock:
     /// nothing was written, nothing more will be, and the call runs again.
     Stale,
@@ -338,7 +337,7 @@ struct SqliteTxn {
     /// How the call was begun, and so how it commits.
     mode: Mode,
     /// Where the call is: reading, or holding the write lock, or found stale.
-    phase: Cell<Phase>,
+    phase: RefCell<Phase>,
     /// The operator's limits, handed to the guest through the `limits` import.
     limits: LimitOverrides,
     /// Summaries a read call cached, stored after its snapshot ends.
@@ -350,9 +349,8 @@ struct SqliteTxn {
     /// The store's durable point, which the call waits for after a commit that changed
     /// something.
     flush: Arc<Flush>,
-    /// The store's queue for the write lock, and the call's turn while it holds the lock.
+    /// The store's queue for the write lock.
     queue: Arc<WriteQueue>,
-    turn: RefCell<Option<Turn>>,
     /// Read calls' operations not yet written, shared with every transaction of the store.
     uncounted: Uncounted,
 }
@@ -368,11 +366,12 @@ impl SqliteTxn {
     /// into a read call).
     fn lock_for_writing(&self, agent: &str) -> Result<(), StoreError> {
         debug_assert_eq!(self.mode, Mode::Write, "a change reached a read call");
-        match self.phase.get() {
-            Phase::Reading => self.take_write_lock(agent),
-            Phase::Writing => Ok(()),
-            Phase::Stale => Err(StoreError::Stale),
+        match *self.phase.borrow() {
+            Phase::Reading => {}
+            Phase::Writing { .. } => return Ok(()),
+            Phase::Stale => return Err(StoreError::Stale),
         }
+        self.take_write_lock(agent)
     }
 
     /// Ends the call's read snapshot and begins a write transaction (waiting at most
@@ -382,16 +381,15 @@ impl SqliteTxn {
     fn take_write_lock(&self, agent: &str) -> Result<(), StoreError> {
         let conn = self.conn();
         let read = rows::generation(conn, agent)?;
-        *self.turn.borrow_mut() = Some(self.queue.wait()?);
+        let turn = self.queue.wait()?;
         conn.execute_batch("COMMIT; BEGIN IMMEDIATE")
             .map_err(map_err)?;
         if rows::generation(conn, agent)? != read {
-            self.phase.set(Phase::Stale);
+            *self.phase.borrow_mut() = Phase::Stale;
             conn.execute_batch("ROLLBACK").map_err(map_err)?;
-            self.turn.take();
             return Err(StoreError::Stale);
         }
-        self.phase.set(Phase::Writing);
+        *self.phase.borrow_mut() = Phase::Writing { _turn: turn };
         Ok(())
     }
 
@@ -590,66 +588,61 @@ impl Txn for SqliteTxn {
     }
 
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
-        match self.phase.get() {
+        match *self.phase.borrow() {
             Phase::Stale => return Err(StoreError::Stale),
-            Phase::Writing => {
-                self.count_and_commit(Some(agent))?;
-                // The lock is free: the next writer's turn overlaps this one's sync.
-                self.turn.take();
-                return durable(&self.flush);
-            }
-            Phase::Reading => {}
+            Phase::Writing { .. } => {}
+            Phase::Reading => return self.end_read(agent),
         }
-        // A read, or a write call that changed nothing: end its snapshot. Counting it (and
-        // caching a summary) is bookkeeping that must not fail the answer.
-        self.conn().execute_batch("COMMIT").map_err(map_err)?;
-        let summaries = self.pending_summaries.take();
-        if summaries.is_empty() {
-            // A count alone is kept in memory, and written with others once enough have
-            // gathered, if the lock is free: never worth a wait or a write of its own.
-            let kept = {
-                let mut uncounted = locked(&self.uncounted);
-                *uncounted.entry(agent.to_owned()).or_default() += 1;
-                uncounted.values().sum::<u64>()
-            };
-            if kept >= COUNTS_KEPT
-                && let Some(_turn) = self.queue.now()
-                && let Err(e) = self.count_after_read(None, &[])
-            {
-                tracing::debug!(error = %e, "read counts kept for the next write");
-                if !self.conn().is_autocommit() {
-                    let _ = self.conn().execute_batch("ROLLBACK");
-                }
-            }
-            return Ok(());
-        }
-        let counted = self
-            .queue
-            .wait()
-            .and_then(|_turn| self.count_after_read(Some(agent), &summaries));
-        if let Err(e) = counted {
-            tracing::warn!(error = %e, summaries = summaries.len(), "operation count kept for the next write");
-            if !self.conn().is_autocommit() {
-                let _ = self.conn().execute_batch("ROLLBACK");
-            }
-            *locked(&self.uncounted).entry(agent.to_owned()).or_default() += 1;
-        }
-        Ok(())
+        // A failed commit keeps the turn until the rollback, when the transaction goes.
+        self.count_and_commit(Some(agent))?;
+        // Committed: the lock and the turn are free, and the next writer's turn overlaps
+        // this one's sync.
+        self.phase.replace(Phase::Reading);
+        durable(&self.flush)
     }
 
     fn conflicted(&self) -> bool {
-        self.phase.get() == Phase::Stale
+        matches!(*self.phase.borrow(), Phase::Stale)
     }
 }
 
 impl SqliteTxn {
-    /// After a read: stores its summaries (worth a wait and an fsync) and counts it (worth
-    /// neither), in one short write transaction.
-    fn count_after_read(
-        &self,
-        agent: Option<&str>,
-        summaries: &[PendingSummary],
-    ) -> Result<(), StoreError> {
+    /// Ends a read, or a write call that changed nothing: its snapshot, then its bookkeeping,
+    /// which must not fail the answer. Its count joins those kept in memory; they, and any
+    /// summaries it cached, are written now when worth it: summaries always (worth a wait),
+    /// counts alone once [`COUNTS_KEPT`] have gathered and the lock is free. Whatever is not
+    /// written stays kept for the next write.
+    fn end_read(&self, agent: &str) -> Result<(), StoreError> {
+        self.conn().execute_batch("COMMIT").map_err(map_err)?;
+        let summaries = self.pending_summaries.take();
+        let kept = {
+            let mut uncounted = locked(&self.uncounted);
+            *uncounted.entry(agent.to_owned()).or_default() += 1;
+            uncounted.values().sum::<u64>()
+        };
+        let written = if !summaries.is_empty() {
+            self.queue
+                .wait()
+                .and_then(|_turn| self.write_after_read(&summaries))
+        } else if kept >= COUNTS_KEPT
+            && let Some(_turn) = self.queue.now()
+        {
+            self.write_after_read(&[])
+        } else {
+            return Ok(());
+        };
+        if let Err(e) = written {
+            tracing::warn!(error = %e, summaries = summaries.len(), "read counts kept for the next write");
+            if !self.conn().is_autocommit() {
+                let _ = self.conn().execute_batch("ROLLBACK");
+            }
+        }
+        Ok(())
+    }
+
+    /// After a read, holding the turn: stores its summaries (worth a wait and an fsync) and
+    /// the counts kept (worth neither), in one short write transaction.
+    fn write_after_read(&self, summaries: &[PendingSummary]) -> Result<(), StoreError> {
         let conn = self.conn();
         let worth_waiting = !summaries.is_empty();
         let wait = if worth_waiting {
@@ -665,7 +658,7 @@ impl SqliteTxn {
                 // A version deleted or pruned meanwhile simply goes uncached.
                 summaries.iter().try_for_each(|s| self.store_summary(s))
             })
-            .and_then(|()| self.count_and_commit(agent))
+            .and_then(|()| self.count_and_commit(None))
             .and_then(|()| match worth_waiting {
                 true => durable(&self.flush),
                 false => Ok(()),
