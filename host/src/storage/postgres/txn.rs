@@ -194,42 +194,19 @@ impl PgTxn {
         Ok(())
     }
 
-    /// Replaces the search documents of the file at `path` with one for `content`.
-    fn index_file(
+    /// Indexes `body` as the search document of log entry `id` (a file version's document
+    /// is written with the version, in `put_version`'s one statement).
+    fn index_log_entry(
         conn: &mut Conn,
         agent: &str,
         path: &str,
-        version: Option<u64>,
-        content: &str,
-    ) -> Result<(), StoreError> {
-        conn.execute(
-            "DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log",
-            &[&agent, &path],
-        )?;
-        match version {
-            Some(v) => Self::index(conn, agent, path, false, v, content),
-            None => Ok(()),
-        }
-    }
-
-    fn index(
-        conn: &mut Conn,
-        agent: &str,
-        path: &str,
-        is_log: bool,
-        reference: u64,
+        id: i64,
         body: &str,
     ) -> Result<(), StoreError> {
         conn.execute(
             "INSERT INTO search_docs (agent_id, path, is_log, ref, doc)
-             VALUES ($1, $2, $3, $4, array_to_tsvector($5::text[]))",
-            &[
-                &agent,
-                &path,
-                &is_log,
-                &to_i64(reference)?,
-                &search::lexemes(agent, body),
-            ],
+             VALUES ($1, $2, true, $3, array_to_tsvector($4::text[]))",
+            &[&agent, &path, &id, &search::lexemes(agent, body)],
         )
         .map(drop)
     }

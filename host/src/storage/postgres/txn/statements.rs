@@ -131,22 +131,23 @@ impl PgTxn {
     }
 
     pub(super) fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
-        self.conn_for(agent)?;
         let Some((id, _, Some(_))) = self.file_row(agent, path)? else {
             return Ok(false);
         };
         let conn = self.conn_for(agent)?;
+        // The versions, the current state and the file's search document in one statement.
         let freed: i64 = col(
             &conn.query_one(
                 "WITH gone AS (DELETE FROM versions WHERE file_id = $1 RETURNING bytes),
                       cleared AS (UPDATE files SET current_version = NULL, current_bytes = NULL
-                                  WHERE id = $1)
+                                  WHERE id = $1),
+                      undocumented AS (DELETE FROM search_docs
+                                       WHERE agent_id = $2 AND path = $3 AND NOT is_log)
                  SELECT COALESCE(sum(bytes), 0)::bigint FROM gone",
-                &[&id],
+                &[&id, &agent, &path],
             )?,
             0,
         )?;
-        Self::index_file(conn, agent, path, None, "")?;
         Self::bump(
             conn,
             agent,
@@ -219,7 +220,7 @@ impl PgTxn {
                 &content_hash(body),
             ],
         )?;
-        Self::index(conn, agent, path, true, to_u64(id), body)?;
+        Self::index_log_entry(conn, agent, path, id, body)?;
         Self::bump(
             conn,
             agent,
