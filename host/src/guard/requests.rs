@@ -92,14 +92,21 @@ impl Guard {
 
     /// The agent a request named, refused unless it is the call's own and keeps the rules.
     pub fn agent(&self, raw: &str) -> Result<AgentId, StorageError> {
-        self.noted(if raw == self.agent {
-            AgentId::parse(raw).map_err(|e| breaks_the_rules("an agent", &e))
-        } else {
-            Err(StorageError::Refused(format!(
-                "a storage request named agent {raw:?} in a call for agent {:?}",
-                self.agent
-            )))
-        })
+        self.noted(
+            self.owned(raw)
+                .and_then(|()| AgentId::parse(raw).map_err(|e| breaks_the_rules("an agent", &e))),
+        )
+    }
+
+    /// Refuses a request for any agent but the call's own.
+    fn owned(&self, raw: &str) -> Result<(), StorageError> {
+        if raw == self.agent {
+            return Ok(());
+        }
+        Err(StorageError::Refused(format!(
+            "a storage request named agent {raw:?} in a call for agent {:?}",
+            self.agent
+        )))
     }
 
     /// A path a request named, refused unless it keeps the path rules.
@@ -127,8 +134,11 @@ impl Guard {
         agent: &AgentId,
         request: impl FnOnce(&dyn Txn) -> Result<R, StorageError>,
     ) -> Result<R, StorageError> {
-        self.agent(agent.as_str())?;
-        self.noted(request(self.txn.as_ref()))
+        // Already parsed: only whose it is remains to check.
+        self.noted(
+            self.owned(agent.as_str())
+                .and_then(|()| request(self.txn.as_ref())),
+        )
     }
 
     /// Refuses `what`, a change, in a read-only call.
