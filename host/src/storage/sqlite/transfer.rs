@@ -456,12 +456,8 @@ impl Importer<'_> {
             } => {
                 check_size(&self.quotas, &content)
                     .map_err(|e| format!("version {version} of {path:?}: {}", rule(e)))?;
-                let hash = content_hash(&content);
-                if sha256.as_ref().is_some_and(|h| *h != hash) {
-                    return Err(format!(
-                        "version {version} of {path:?}: its content does not match its sha256 (the export was changed or damaged)"
-                    ));
-                }
+                let hash = hash_as_exported(&content, sha256.as_deref())
+                    .map_err(|e| format!("version {version} of {path:?}: its content {e}"))?;
                 self.kept += 1;
                 if self.kept > self.quotas.versions_kept {
                     return Err(format!(
@@ -604,12 +600,8 @@ impl Importer<'_> {
                 FilePath::parse(&path).map_err(rule)?;
                 check_entry_size(&self.quotas, body.len() as u64)
                     .map_err(|e| format!("{path:?} #{id}: {}", rule(e)))?;
-                let hash = content_hash(&body);
-                if sha256.as_ref().is_some_and(|h| *h != hash) {
-                    return Err(format!(
-                        "log entry {path:?} #{id}: its body does not match its sha256 (the export was changed or damaged)"
-                    ));
-                }
+                let hash = hash_as_exported(&body, sha256.as_deref())
+                    .map_err(|e| format!("log entry {path:?} #{id}: its body {e}"))?;
                 if self.tally.log_entries >= self.quotas.max_log_entries {
                     return Err(format!(
                         "more than {} log entries; the agent's quota is {} log entries",
@@ -629,6 +621,18 @@ impl Importer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The hash `text` is stored with, refused when the export gave another: the line was
+/// changed or damaged on the way.
+fn hash_as_exported(text: &str, exported: Option<&str>) -> Result<String, &'static str> {
+    let hash = content_hash(text);
+    match exported {
+        Some(h) if h != hash => {
+            Err("does not match its sha256 (the export was changed or damaged)")
+        }
+        _ => Ok(hash),
     }
 }
 
