@@ -39,7 +39,7 @@ pub struct Flush {
     syncs: Mutex<Syncs>,
     /// Wakes the calls waiting for the running sync.
     synced: Condvar,
-    /// Syncs made, for the benches and the tests: commits per sync is the sharing.
+    /// Syncs made: beside the commits made, how many shared one (the tests read it).
     made: AtomicU64,
     /// How a sync is made: [`sync_wal`], but slower in a test that needs syncs to overlap.
     sync_with: fn(&Path) -> io::Result<()>,
@@ -60,6 +60,7 @@ impl Flush {
     }
 
     /// How many syncs this store has made.
+    #[cfg(test)]
     pub fn made(&self) -> u64 {
         self.made.load(Ordering::Relaxed)
     }

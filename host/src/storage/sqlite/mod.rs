@@ -144,11 +144,6 @@ impl Sqlite {
         Ok(conn)
     }
 
-    /// Syncs of the WAL made so far: beside the writes made, how many shared one.
-    pub fn syncs(&self) -> u64 {
-        self.flush.made()
-    }
-
     fn take(&self) -> Result<Connection, StoreError> {
         let pooled = locked(&self.pool).pop();
         pooled.map_or_else(|| self.connect(), Ok)
@@ -721,22 +716,26 @@ mod tests {
         let write = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
         write.put_version(&a, &f, 1, "x").unwrap();
         write.commit("a").unwrap();
-        assert_eq!(store.syncs(), 1, "the write's");
+        assert_eq!(store.flush.made(), 1, "the write's");
 
         let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
         read.get_usage(&a).unwrap();
         read.commit("a").unwrap();
-        assert_eq!(store.syncs(), 1, "a read's count is not worth a sync");
+        assert_eq!(store.flush.made(), 1, "a read's count is not worth a sync");
 
         let read = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
         read.put_summary(&a, &f, 1, "m", "short").unwrap();
         read.commit("a").unwrap();
-        assert_eq!(store.syncs(), 2, "a summary is");
+        assert_eq!(store.flush.made(), 2, "a summary is");
 
         let failed = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
         failed.put_version(&a, &f, 2, "y").unwrap();
         drop(failed);
-        assert_eq!(store.syncs(), 2, "a rolled-back write has nothing to sync");
+        assert_eq!(
+            store.flush.made(),
+            2,
+            "a rolled-back write has nothing to sync"
+        );
         let pooled: Vec<i64> = locked(&store.pool)
             .iter()
             .map(|c| {
