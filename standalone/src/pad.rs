@@ -18,11 +18,11 @@
 use crate::lease::{Folder, LEASE, Lease, LeaseError};
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_guest::{LimitOverrides, StorageError, ToolError};
-use scratchpad_store::index;
 use scratchpad_store::rows::{self, Tally};
 use scratchpad_store::rusqlite::{Connection, OpenFlags};
 use scratchpad_store::schema::migrate;
 use scratchpad_store::storage::Tx;
+use scratchpad_store::{index, pages};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,23 +61,32 @@ impl<F: Folder> Pad<F> {
         let lease = Lease::take(files, token, LEASE)?;
         // SQLite's WASI build locks with a lock folder that a killed process leaves behind
         // for good; the lease does the locking instead.
-        let connect = |path: &Path, synchronous: &str| {
-            let conn =
-                Connection::open_with_flags_and_vfs(path, OpenFlags::default(), "unix-none")?;
+        let connect = |path: &Path, synchronous: &str, checksummed: bool| {
+            let conn = if checksummed {
+                pages::open(path, OpenFlags::default(), Some("unix-none"))?
+            } else {
+                Connection::open_with_flags_and_vfs(path, OpenFlags::default(), "unix-none")?
+            };
+            // Exclusive first: a store the server left in WAL mode is read without shared
+            // memory, which WASI lacks, and then taken out of WAL mode.
             conn.execute_batch(&format!(
                 "PRAGMA locking_mode = EXCLUSIVE;
                  PRAGMA journal_mode = DELETE;
                  PRAGMA synchronous = {synchronous};"
             ))?;
+            if checksummed {
+                pages::enable(&conn)?;
+            }
             conn.set_prepared_statement_cache_capacity(32);
             Ok::<_, scratchpad_store::Error>(conn)
         };
         let store = folder.join(DB_FILE);
         let open = || -> Result<(Connection, Connection), scratchpad_store::Error> {
-            let conn = connect(&store, "FULL")?;
+            // The store's pages carry checksums ([`pages`]); the index is only a cache.
+            let conn = connect(&store, "FULL", true)?;
             migrate(&conn)?;
             // The index is a cache of the store: a crash may lose its last catch-up only.
-            let index = index::open(&store, |path| connect(path, "NORMAL"))?;
+            let index = index::open(&store, |path| connect(path, "NORMAL", false))?;
             Ok((conn, index))
         };
         match open() {

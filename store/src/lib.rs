@@ -16,10 +16,12 @@
 //! - [`rows`]: files, versions, summaries and the agents' usage counters.
 //! - [`logs`]: the per-log row (last id, entry count, retention) and trimming.
 //! - [`index`]: the FTS5 index behind `search`, in a file of its own beside the store.
+//! - [`pages`]: the checksum in every page of a store, and the VFS that writes and checks it.
 //! - [`storage`]: all of it as the guest's `Storage` port, for the self-contained component.
 
 pub mod index;
 pub mod logs;
+pub mod pages;
 pub mod rows;
 pub mod schema;
 pub mod storage;
@@ -40,7 +42,8 @@ pub enum Error {
     /// The database file or its folder cannot be written.
     #[error("the store cannot be written (read-only file or folder)")]
     ReadOnly,
-    /// SQLite cannot read the file as a database.
+    /// SQLite cannot read the file as a database, or a page of it no longer holds its
+    /// checksum ([`pages`]).
     #[error("the store's file is damaged: SQLite cannot read it as a database")]
     Damaged,
     /// A number does not fit the database's signed integers.
@@ -68,6 +71,11 @@ pub enum Error {
 
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
+        if e.sqlite_error()
+            .is_some_and(|f| f.extended_code == rusqlite::ffi::SQLITE_IOERR_DATA)
+        {
+            return Error::Damaged;
+        }
         let Some(code) = e.sqlite_error_code() else {
             return Error::Database {
                 words: "unexpected result from the database",

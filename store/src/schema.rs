@@ -7,8 +7,10 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 /// 2 added the search index and the `logs` table; 3 the hash of each version's content; 4
 /// gave each agent an index table of its own; 5 each agent's generation (see
 /// [`rows::Tally::changes`](crate::rows::Tally::changes)), the hash of each log entry's
-/// body, and moved the index to a file of its own ([`index`]).
-pub const SCHEMA_VERSION: i64 = 5;
+/// body, and moved the index to a file of its own ([`index`]); 6 a checksum in every page
+/// ([`pages`](crate::pages), which rewrites the file before [`migrate`] runs), so that a
+/// build that would write pages without them refuses the store.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Files, versions, log entries, summaries and the agents' counters. The per-log rows are in
 /// [`logs::SCHEMA`]; the search index is in a file of its own ([`index`]).

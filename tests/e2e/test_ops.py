@@ -72,8 +72,9 @@ def test_verify_exit_status_says_the_result(tmp_path):
     assert ops(db, "verify")[0] == 0
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE agents SET file_count = 7")
+    # A change written by another tool leaves its page without the checksum it should have.
     status, out, _ = ops(db, "verify")
-    assert status == 1 and "an agent whose counters are not what its rows add up to" in out, out
+    assert status == 1 and "no longer holds the checksum it was written with" in out, out
     status, _, err = ops(tmp_path / "missing.db", "verify")
     assert status == 2 and err.startswith("scratchpad-mcp: cannot open the store"), err
 
@@ -139,8 +140,33 @@ def test_verify_names_a_damaged_file_as_a_problem_found(tmp_path):
         f.write(b"\xff" * 64)
     status, out, _ = ops(db, "verify")
     assert status == 1, out
-    assert out.endswith("1 problem in " + str(db) + ":\n  the store's file is damaged: SQLite cannot read it as a database\n"), out
+    assert out.endswith("1 problem in " + str(db) + ":\n  page 3 of the store's file no longer holds the checksum it was written with: "
+                        "the file was changed on disk (damage, or a tool writing it without scratchpad-mcp)\n"), out
     assert "Corrupt" not in out and "database error" not in out
+
+
+def test_verify_finds_one_changed_byte_anywhere_in_a_page(tmp_path):
+    """One byte of a stored version changed on disk ("text" to "tExt"), and one byte of a
+    timestamp on another page: each is a problem found, naming its page."""
+    db = tmp_path / "s.db"
+    server = RawServer(db, tmp_path / "stderr.log")
+    for i in range(40):
+        server.ok("write_file", agent_id="a", path=f"f{i}", content=f"plain text {i} " * 200)
+    server.ok("write_file", agent_id="a", path="marked", content="the marked text")
+    server.close()
+    assert ops(db, "verify")[0] == 0
+    data = bytearray(db.read_bytes())
+    for needle, at in [(b"the marked text", 5), (b"Z", -2)]:
+        copy = bytearray(data)
+        found = copy.rfind(needle)
+        assert found > 0, needle
+        copy[found + at] ^= 0x20  # "text" -> "tExt"; a digit of the last timestamp
+        db.write_bytes(bytes(copy))
+        status, out, _ = ops(db, "verify")
+        page = found // 4096 + 1
+        assert status == 1 and f"page {page} of the store's file no longer holds the checksum" in out, (needle, out)
+    db.write_bytes(bytes(data))
+    assert ops(db, "verify")[0] == 0
 
 
 def mode(path):

@@ -271,6 +271,12 @@ impl Scratch {
 
 /// Rebuilds the new text from the old one and a `read_file` diff, as a client would: an
 /// oracle written apart from the guest's own `apply`.
+/// The store at `db` opened as the server opens it, through its page checksums: for a test
+/// that changes rows beneath the server (a change SQLite writes whole, unlike damage).
+pub fn sql(db: &Path) -> rusqlite::Connection {
+    scratchpad_store::pages::open(db, rusqlite::OpenFlags::default(), None).unwrap()
+}
+
 pub fn apply_diff(old: &str, diff: &Value) -> String {
     let old: Vec<&str> = old.split('\n').collect();
     let (mut at, mut out) = (0usize, Vec::<String>::new());

@@ -89,7 +89,7 @@ fn the_callers_own_errors_and_honest_answers_pass() {
 fn a_store_with_a_broken_invariant_fails_the_check() {
     let s = Scratch::new();
     s.write("a", "f", "content");
-    let conn = rusqlite::Connection::open(s.db()).unwrap();
+    let conn = crate::common::sql(&s.db());
     conn.execute("UPDATE agents SET file_count = 7", [])
         .unwrap();
     let e = check_store(&s.db()).unwrap_err();

@@ -177,7 +177,7 @@ fn forgetting_keeps_counters_exact_ids_fresh_and_the_store_sound() {
         "forget_log",
         json!({ "agent_id": "a", "path": "run", "max_age_days": 1 }),
     );
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     db.execute(
         "UPDATE log_entries SET created_at = '2020-01-01T00:00:00.000Z' WHERE id IN (4, 5)",
         [],

@@ -3,7 +3,6 @@
 
 use crate::common::Scratch;
 use crate::standin::{Reply, StandIn};
-use rusqlite::Connection;
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::ops::{self, OpsError};
 use scratchpad_mcp::storage::admin;
@@ -251,7 +250,7 @@ fn verify_passes_a_sound_store_and_names_each_broken_invariant() {
         (2, 3, 3, 1)
     );
 
-    let conn = Connection::open(s.db()).unwrap();
+    let conn = crate::common::sql(&s.db());
     conn.execute_batch(
         "UPDATE agents SET total_bytes = total_bytes + 1 WHERE agent_id = 'a';
          UPDATE versions SET bytes = 1 WHERE version = 12;
@@ -289,7 +288,7 @@ fn changed_content_is_found_by_its_hash() {
         json!({ "agent_id": "a", "path": "notes.md" }),
     );
     assert!(admin::verify(&s.db()).unwrap().ok());
-    let conn = Connection::open(s.db()).unwrap();
+    let conn = crate::common::sql(&s.db());
     conn.execute(
         "UPDATE versions SET content = replace(content, 'text', 'tExt') WHERE version = 1",
         [],
@@ -380,7 +379,7 @@ fn snapshot_and_restore_keep_their_promises() {
     assert!(admin::verify(&s.db()).unwrap().ok());
 
     // A snapshot whose file no longer matches its manifest is refused.
-    let conn = Connection::open(dir.join("scratchpad.db")).unwrap();
+    let conn = crate::common::sql(&dir.join("scratchpad.db"));
     conn.execute("UPDATE agents SET total_operations = 0", [])
         .unwrap();
     drop(conn);

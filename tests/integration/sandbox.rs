@@ -93,7 +93,7 @@ fn a_trap_after_a_write_rolls_the_write_back() {
         (Some(0), Some(0))
     );
     // The version number was not used up either.
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     let rows: i64 = db
         .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
         .unwrap();

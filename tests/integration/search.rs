@@ -160,7 +160,7 @@ fn a_store_that_kept_its_index_inside_gets_it_in_a_file_of_its_own() {
     corpus(&s);
     s.stop();
     std::fs::remove_file(index::file_of(&s.db())).ok();
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     // Schema 4's tables: the documents, and agent "a"'s FTS5 table (the id in hex).
     db.execute_batch(
         "CREATE TABLE search_docs (id INTEGER PRIMARY KEY, agent_id TEXT, path TEXT,
@@ -173,7 +173,7 @@ fn a_store_that_kept_its_index_inside_gets_it_in_a_file_of_its_own() {
     drop(db);
     s.restart();
     assert_eq!(paths(&search(&s, "a", "deploy key"))[0], "deploy.md");
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     let left: i64 = db
         .query_row(
             "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'search%'",
@@ -322,7 +322,7 @@ fn a_store_from_before_version_hashes_gets_them_on_open() {
     corpus(&s);
     s.write("a", "deploy.md", "a second version of the deploy notes");
     s.stop();
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     db.execute_batch("ALTER TABLE versions DROP COLUMN sha256; PRAGMA user_version = 2;")
         .unwrap();
     drop(db);

@@ -41,7 +41,7 @@ fn everything_survives_a_restart_and_numbering_continues() {
 fn the_store_is_wal_with_the_expected_tables() {
     let s = Scratch::new();
     s.write("a", "f", "x");
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     let mode: String = db
         .pragma_query_value(None, "journal_mode", |r| r.get(0))
         .unwrap();
@@ -60,7 +60,7 @@ fn the_store_is_wal_with_the_expected_tables() {
 fn a_writer_held_off_past_the_deadline_gets_busy_and_nothing_changes() {
     let s = Scratch::new();
     s.write("a", "f", "before");
-    let blocker = rusqlite::Connection::open(s.db()).unwrap();
+    let blocker = crate::common::sql(&s.db());
     blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
 
     let started = Instant::now();
@@ -96,7 +96,7 @@ fn a_writer_held_off_past_the_deadline_gets_busy_and_nothing_changes() {
     blocker.execute_batch("ROLLBACK").unwrap();
     assert_eq!(s.write("a", "f", "after")["version"], 2);
     // The counts kept back are now in the file, where another process would see them.
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     let ops: i64 = db
         .query_row(
             "SELECT total_operations FROM agents WHERE agent_id = 'a'",
@@ -121,7 +121,7 @@ fn a_failed_call_counts_no_operation() {
 
 /// Puts an agent's counter just under a quota, as a long history would have.
 fn set_counter(s: &Scratch, column: &str, value: u64) {
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     db.execute(
         &format!("UPDATE agents SET {column} = ?1 WHERE agent_id = 'a'"),
         [value as i64],
@@ -225,7 +225,7 @@ fn a_damaged_store_gives_every_tool_an_error_without_sql_or_server_detail() {
         "append_log",
         json!({ "agent_id": "a", "path": "log", "entry": "e" }),
     );
-    let conn = rusqlite::Connection::open(s.db()).unwrap();
+    let conn = crate::common::sql(&s.db());
     conn.execute_batch(
         "PRAGMA foreign_keys = OFF;
          DROP TABLE versions; DROP TABLE log_entries; DROP TABLE logs; DROP TABLE summaries;

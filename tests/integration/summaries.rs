@@ -92,7 +92,7 @@ fn a_new_version_needs_a_new_summary_and_a_delete_drops_it() {
     assert_eq!(standin.count(), 2);
 
     s.ok("delete_file", json!({ "agent_id": "a", "path": "doc.md" }));
-    let db = rusqlite::Connection::open(s.db()).unwrap();
+    let db = crate::common::sql(&s.db());
     let left: i64 = db
         .query_row("SELECT count(*) FROM summaries", [], |r| r.get(0))
         .unwrap();

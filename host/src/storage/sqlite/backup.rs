@@ -12,6 +12,7 @@
 
 use super::map_err;
 use crate::storage::StoreError;
+use scratchpad_store::pages;
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
@@ -92,6 +93,8 @@ pub fn vacuum_into(db: &Path, out: &Path) -> Result<(), StoreError> {
         .to_str()
         .ok_or_else(|| StoreError::Refused(format!("{} is not a UTF-8 path", out.display())))?;
     conn.execute("VACUUM INTO ?1", [target]).map_err(map_err)?;
+    // SQLite may write pages of the copy before the page 1 that says they have checksums.
+    pages::stamp_file(out).map_err(|e| StoreError::Database(e.to_string()))?;
     crate::private::restrict(out).map_err(|e| StoreError::Database(e.to_string()))?;
     File::open(out)
         .and_then(|f| f.sync_all())
@@ -122,8 +125,8 @@ pub fn replace_store(
     if db.exists() {
         // No other process has the store open (the caller holds the exclusive lock): fold
         // its WAL into the file, so the store kept aside is whole in one file.
-        rusqlite::Connection::open(db)
-            .and_then(|c| c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())))
+        pages::open(db, rusqlite::OpenFlags::default(), None)
+            .and_then(|c| Ok(c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?))
             .map_err(std::io::Error::other)?;
         let moved = sibling(db, aside_suffix);
         for suffix in ["-wal", "-shm"] {

@@ -12,6 +12,7 @@ use crate::storage::check::{
 };
 use rusqlite::{Connection, OpenFlags};
 use scratchpad_store::index;
+use scratchpad_store::pages;
 use std::path::Path;
 
 /// Opens an existing store for reading only: a missing file is an error, not a new store.
@@ -23,23 +24,31 @@ pub(super) fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
     if !path.is_file() {
         return Err(open_error("no such file".into()));
     }
-    let conn = Connection::open_with_flags(
+    let conn = pages::open(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        None,
     )
-    .map_err(|e| open_error(e.to_string()))?;
+    .map_err(|e| open_error(StoreError::from(e).to_string()))?;
     conn.busy_timeout(super::BUSY_TIMEOUT).map_err(map_err)?;
     Ok(conn)
 }
 
 /// Verifies the store at `path` without changing it. A file SQLite cannot read as a
-/// database is a problem found (damage), not a failure to check.
+/// database, or a page that no longer holds its checksum ([`pages`]), is a problem found
+/// (damage), not a failure to check; verification stops at the first damaged page.
 pub fn verify(path: &Path) -> Result<Verification, StoreError> {
+    pages::take_fault();
     match verify_readable(path) {
         Err(damaged @ StoreError::Damaged) => Ok(Verification {
             schema_version: 0,
             counts: Counts::default(),
-            problems: vec![damaged.to_string()],
+            problems: vec![match pages::take_fault() {
+                Some(fault) => format!(
+                    "{fault} no longer holds the checksum it was written with: the file was changed on disk (damage, or a tool writing it without scratchpad-mcp)"
+                ),
+                None => damaged.to_string(),
+            }],
         }),
         other => other,
     }

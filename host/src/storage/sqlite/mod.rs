@@ -51,7 +51,7 @@ use super::{Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, t
 use convert::map_err;
 use flush::Flush;
 use queue::{Turn, WriteQueue};
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OpenFlags, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, Retention, SearchMatch,
 };
@@ -60,7 +60,7 @@ use scratchpad_guest::ports::log_body;
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
 use scratchpad_store::rows::{self, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
-use scratchpad_store::{NOW, index, logs};
+use scratchpad_store::{NOW, index, logs, pages};
 use search::IndexFile;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -127,6 +127,10 @@ impl Sqlite {
             _lock: StoreLock::shared(path),
         };
         let conn = store.connect().map_err(|e| open_error(e.to_string()))?;
+        // Before anything is written: a new store checksums its pages from the first.
+        if pages::enable(&conn).map_err(|e| open_error(StoreError::from(e).to_string()))? {
+            tracing::info!("the store was rewritten with a checksum in every page");
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(|e| open_error(e.to_string()))?;
         migrate(&conn).map_err(|e| open_error(StoreError::from(e).to_string()))?;
@@ -135,7 +139,7 @@ impl Sqlite {
     }
 
     fn connect(&self) -> Result<Connection, StoreError> {
-        let conn = Connection::open(&self.path).map_err(map_err)?;
+        let conn = pages::open(&self.path, OpenFlags::default(), None)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(map_err)?;
         // Durability is the flush's: see [`flush`].
         conn.pragma_update(None, "synchronous", "NORMAL")
