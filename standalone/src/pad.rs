@@ -77,7 +77,7 @@ impl<F: Folder> Pad<F> {
             if checksummed {
                 pages::enable(&conn)?;
             }
-            conn.set_prepared_statement_cache_capacity(32);
+            scratchpad_store::keep_statements(&conn)?;
             Ok::<_, scratchpad_store::Error>(conn)
         };
         let store = folder.join(DB_FILE);

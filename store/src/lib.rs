@@ -28,7 +28,8 @@ pub mod storage;
 
 pub use rusqlite;
 
-use rusqlite::ErrorCode;
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, ErrorCode};
 
 /// Why a statement failed, by SQLite's code: never the SQL text.
 #[derive(Debug, thiserror::Error)]
@@ -125,4 +126,46 @@ pub fn to_u64(v: i64) -> u64 {
 /// A WIT number as a database integer, refused when it does not fit.
 pub fn to_i64(v: u64) -> Result<i64, Error> {
     i64::try_from(v).map_err(|_| Error::OutOfRange(v))
+}
+
+/// How many prepared statements a connection keeps: more than the store has, so that none
+/// is ever prepared twice.
+const STATEMENTS_KEPT: usize = 32;
+
+/// Readies a connection for the statements here, which every call runs again: room to keep
+/// each one prepared, and SQLite's query planner stability guarantee, so that a bound value
+/// never makes it plan a statement again. Without the guarantee SQLite prepares a join afresh
+/// at each step when its parameters might change the plan: every `read_version` was parsed
+/// and planned again, in every call that read a file.
+pub fn keep_statements(conn: &Connection) -> Result<(), Error> {
+    conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// What the store runs again and again, a join with parameters among it, is prepared
+    /// once: no step prepares it again.
+    #[test]
+    fn a_statement_run_again_is_not_prepared_again() {
+        let conn = Connection::open_in_memory().unwrap();
+        keep_statements(&conn).unwrap();
+        schema::migrate(&conn).unwrap();
+        rows::put_version(&conn, "a", "f", 1, "one", false).unwrap();
+        rows::put_version(&conn, "a", "f", 2, "two", true).unwrap();
+        for version in [1, 2, 1, 2] {
+            assert!(
+                rows::read_version(&conn, "a", "f", version)
+                    .unwrap()
+                    .is_some()
+            );
+        }
+        let statement = conn.prepare_cached(rows::READ_VERSION).unwrap();
+        assert_eq!(statement.get_status(StatementStatus::Run), 4);
+        assert_eq!(statement.get_status(StatementStatus::RePrepare), 0);
+    }
 }

@@ -145,6 +145,11 @@ pub fn stat_file(conn: &Connection, agent: &str, path: &str) -> Result<Option<Fi
     }))
 }
 
+/// The statement behind [`read_version`]: a join on bound values (see [`crate::keep_statements`]).
+pub(crate) const READ_VERSION: &str =
+    "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
+     WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3";
+
 /// See `read-version` in the WIT.
 pub fn read_version(
     conn: &Connection,
@@ -152,15 +157,12 @@ pub fn read_version(
     path: &str,
     version: u64,
 ) -> Result<Option<String>, Error> {
-    conn.prepare_cached(
-        "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
-         WHERE f.agent_id = ?1 AND f.path = ?2 AND v.version = ?3",
-    )?
-    .query_row(params![agent, path, to_i64(version).unwrap_or(-1)], |r| {
-        r.get(0)
-    })
-    .optional()
-    .map_err(Error::from)
+    conn.prepare_cached(READ_VERSION)?
+        .query_row(params![agent, path, to_i64(version).unwrap_or(-1)], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(Error::from)
 }
 
 /// See `put-version` in the WIT: stores `content` as the current version and indexes it.

@@ -144,7 +144,7 @@ impl Sqlite {
         // Durability is the flush's: see [`flush`].
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(map_err)?;
-        conn.set_prepared_statement_cache_capacity(32);
+        scratchpad_store::keep_statements(&conn)?;
         Ok(conn)
     }
 

@@ -61,6 +61,6 @@ fn connect(path: &Path) -> Result<Connection, scratchpad_store::Error> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")?;
-    conn.set_prepared_statement_cache_capacity(32);
+    scratchpad_store::keep_statements(&conn)?;
     Ok(conn)
 }
