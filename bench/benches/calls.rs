@@ -352,9 +352,15 @@ fn other_tools(c: &mut Criterion) {
         "write_file",
         json!({ "agent_id": "bench", "path": "long.md", "content": long }),
     );
-    // Seed each store's cache as a first summary would have.
+    // Seed each store's cache as a first summary would have, through the store's page
+    // checksums (a plain connection's pages would read as damage).
     for db in ["native.db", "component.db", "service.db"] {
-        let conn = rusqlite::Connection::open(dir.path().join(db)).unwrap();
+        let conn = scratchpad_store::pages::open(
+            &dir.path().join(db),
+            rusqlite::OpenFlags::default(),
+            None,
+        )
+        .unwrap();
         conn.execute("INSERT INTO summaries SELECT id, current_version, 'm', 'a summary', 'now' FROM files WHERE path = 'long.md'", []).unwrap();
     }
     let revision = Cell::new(0);
