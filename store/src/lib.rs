@@ -128,8 +128,8 @@ pub fn to_i64(v: u64) -> Result<i64, Error> {
     i64::try_from(v).map_err(|_| Error::OutOfRange(v))
 }
 
-/// How many prepared statements a connection keeps: more than the store has, so that none
-/// is ever prepared twice.
+/// How many prepared statements a connection keeps: room for all a store connection runs
+/// (about 25); the index's per-agent statements beyond that, with many agents, take turns.
 const STATEMENTS_KEPT: usize = 32;
 
 /// Readies a connection for the statements here, which every call runs again: room to keep
