@@ -4,20 +4,30 @@
 //! leaves in guest memory can reach the next call (another agent's, perhaps), and a trap
 //! costs only that call. The compiled component is cached on disk, keyed by its bytes and the
 //! engine's configuration, so a start does not pay for Cranelift again.
+//!
+//! Instances come from wasmtime's pooling allocator: a fixed number of slots whose memory is
+//! reserved once and reset between calls (the pages a call dirtied are given back, and the
+//! component's image stays mapped), so a call maps and unmaps nothing. Mapping a fresh linear memory per
+//! call and unmapping it after was a tenth of the server's CPU time on reads, most of it the
+//! kernel stopping the process's other threads to flush their view of the unmapped pages.
+//! A call takes a slot before it instantiates and waits while all are taken.
 
 use crate::bindings::{Scratchpad, ScratchpadPre};
-use crate::bounds::{CallBounds, MEMORY_LIMIT};
+use crate::bounds::{CallBounds, MEMORY_LIMIT, TABLE_LIMIT};
 use crate::imports::CallState;
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Instance, Linker};
-use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    UpdateDeadline,
+};
 
 /// The guest component, built from `guest/` by `build.rs`.
 pub const GUEST_COMPONENT: &[u8] =
@@ -30,6 +40,17 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// database wait or the summariser's HTTP request, does not count). The heaviest legal call
 /// takes well under a second: the diff itself stops refining after 500 ms.
 pub const CPU_LIMIT: Duration = Duration::from_secs(5);
+
+/// How many calls may hold an instance at once; more wait for a slot. A call holds its slot
+/// while its instance lives, which includes a write's wait for its turn at the write lock,
+/// so the pool is as large as hosted mode's default bound on calls in flight: by default no
+/// call waits here. A slot costs address space only: what a call's memory dirtied is
+/// given back when it ends, as without a pool.
+pub const SLOTS: u32 = 64;
+
+/// Core instances one instance of a component may create: the guest is one module plus
+/// the few the component model adds to adapt its imports.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
 
 /// Why a call could not complete inside the sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +90,8 @@ pub struct Sandbox {
     pre: ScratchpadPre<CallState>,
     /// Tells the epoch ticker thread to stop when the sandbox goes.
     ticker_stop: Arc<AtomicBool>,
+    /// The pool's free slots: a call takes one before it instantiates.
+    slots: Slots,
 }
 
 impl Sandbox {
@@ -77,6 +100,7 @@ impl Sandbox {
     pub fn with_component(wasm: &[u8], cache_dir: Option<&Path>) -> Result<Self, SandboxError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool()));
         let engine = Engine::new(&config).map_err(|e| SandboxError::Load(e.to_string()))?;
         let component = load(&engine, wasm, cache_dir)?;
         let mut linker = Linker::<CallState>::new(&engine);
@@ -103,6 +127,7 @@ impl Sandbox {
             engine,
             pre,
             ticker_stop,
+            slots: Slots::new(SLOTS),
         })
     }
 
@@ -113,6 +138,7 @@ impl Sandbox {
         state: CallState,
         call: impl FnOnce(&Scratchpad, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> (Result<R, SandboxError>, CallState) {
+        let _slot = self.slots.take();
         let mut store = self.store(state);
         let result = self
             .pre
@@ -128,6 +154,7 @@ impl Sandbox {
         state: CallState,
         call: impl FnOnce(&Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> (Result<R, SandboxError>, CallState) {
+        let _slot = self.slots.take();
         let mut store = self.store(state);
         let result = self
             .pre
@@ -150,6 +177,61 @@ impl Sandbox {
             }
         });
         store
+    }
+}
+
+/// The pool: [`SLOTS`] instances of the component, each memory bounded by [`MEMORY_LIMIT`]
+/// and each table by [`TABLE_LIMIT`] (the limiter names a call that reaches one).
+fn pool() -> PoolingAllocationConfig {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(SLOTS)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+        .total_core_instances(SLOTS * CORE_INSTANCES_PER_COMPONENT)
+        .total_memories(SLOTS)
+        .max_memories_per_component(1)
+        .total_tables(SLOTS * CORE_INSTANCES_PER_COMPONENT)
+        .table_elements(TABLE_LIMIT)
+        .max_memory_size(MEMORY_LIMIT);
+    pool
+}
+
+/// A counting gate in front of the pool: wasmtime refuses an instance when every slot is
+/// taken, so a call waits here for one instead.
+struct Slots {
+    /// How many slots are free.
+    free: Mutex<u32>,
+    /// Woken when a slot is given back.
+    returned: Condvar,
+}
+
+/// A slot held by one call until it is dropped (after the call's store, which gives the
+/// instance back to the pool).
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(count: u32) -> Self {
+        Self {
+            free: Mutex::new(count),
+            returned: Condvar::new(),
+        }
+    }
+
+    /// Waits for a free slot and takes it.
+    fn take(&self) -> Slot<'_> {
+        let free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut free = self
+            .returned
+            .wait_while(free, |free| *free == 0)
+            .unwrap_or_else(PoisonError::into_inner);
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.0.returned.notify_one();
     }
 }
 
@@ -268,6 +350,30 @@ fn store_in_cache(component: &Component, file: &Path) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::{PermissionsExt, symlink};
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_call_waits_for_a_slot_while_all_are_taken() {
+        let slots = Slots::new(2);
+        let (first, second) = (slots.take(), slots.take());
+        let (taken, told) = mpsc::channel();
+        thread::scope(|scope| {
+            scope.spawn(|| {
+                let _third = slots.take();
+                taken.send(()).unwrap();
+            });
+            assert_eq!(
+                told.recv_timeout(Duration::from_millis(200)),
+                Err(mpsc::RecvTimeoutError::Timeout),
+                "a third call took a slot while both were held"
+            );
+            drop(first);
+            told.recv_timeout(Duration::from_secs(10))
+                .expect("the slot given back went to the waiting call");
+        });
+        drop(second);
+        assert_eq!(*slots.free.lock().unwrap(), 2, "every slot came back");
+    }
 
     #[test]
     fn only_a_private_folder_of_ones_own_holds_trusted_code() {

@@ -3,7 +3,7 @@
 
 use crate::common::Scratch;
 use scratchpad_mcp::bindings::NO_OVERRIDES;
-use scratchpad_mcp::sandbox::GUEST_COMPONENT;
+use scratchpad_mcp::sandbox::{GUEST_COMPONENT, SLOTS};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -218,6 +218,41 @@ fn answers_about_something_else_are_refused() {
         e.contains("answered about \"not/under/the/prefix\" for prefix \"a/\""),
         "{e}"
     );
+    still_serving(&s);
+}
+
+/// More calls at once than the pool has instances: writes of many agents, each holding its
+/// instance while it waits for its turn at the write lock. A call beyond the pool's slots
+/// waits for one; none fails for want of an instance.
+#[test]
+fn more_calls_at_once_than_the_pool_has_slots_all_succeed() {
+    let s = Scratch::new();
+    let callers = SLOTS as usize + 36;
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..callers)
+            .map(|caller| {
+                let s = &s;
+                scope.spawn(move || {
+                    (1..=3).try_for_each(|round| {
+                        let written = s.call(
+                            "write_file",
+                            json!({ "agent_id": format!("a{caller}"), "path": "f",
+                                    "content": format!("round {round}") }),
+                        )?;
+                        match written["version"].as_u64() {
+                            Some(v) if v == round => Ok(()),
+                            _ => Err(format!("round {round} answered {written}")),
+                        }
+                    })
+                })
+            })
+            .collect();
+        calls
+            .into_iter()
+            .filter_map(|call| call.join().expect("no caller panicked").err())
+            .collect()
+    });
+    assert_eq!(failures, Vec::<String>::new());
     still_serving(&s);
 }
 
