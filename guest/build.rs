@@ -11,7 +11,17 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
     write_tool_docs(&manifest.join("../wit"), &out_dir.join("tool_docs.rs"));
+    if env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32") {
+        println!("cargo:rustc-link-arg-cdylib=--initial-memory={INITIAL_MEMORY}");
+    }
 }
+
+/// The component's linear memory at the start of a call: its stack (1 MiB), its data and
+/// 2 MiB of heap, which wasi-libc's allocator hands out before it grows the memory. Growing
+/// costs the host a change of the slot's page protections when it happens and another when
+/// the slot is reset, so an ordinary call should not need to; pages it never touches cost
+/// nothing. A multiple of the 64 KiB wasm page.
+const INITIAL_MEMORY: u32 = 3 << 20;
 
 fn fail(message: &str) -> ! {
     eprintln!("error: {message}");

@@ -44,7 +44,7 @@ fn main() {
         None => build_component(
             "scratchpad-guest",
             "guest",
-            &["guest/src", "guest/Cargo.toml"],
+            &["guest/src", "guest/Cargo.toml", "guest/build.rs"],
             &wasm,
         ),
     }

@@ -8,7 +8,12 @@ fn main() {
     build_support::build_component(
         "scratchpad-hostile-guest",
         "release",
-        &["tests/hostile-guest", "guest/src", "guest/Cargo.toml"],
+        &[
+            "tests/hostile-guest",
+            "guest/src",
+            "guest/Cargo.toml",
+            "guest/build.rs",
+        ],
         &out,
     );
 }

@@ -85,7 +85,13 @@ pub fn build_standalone(out_dir: &Path, toolchain: &[(String, String)]) {
             "guest",
             features,
             toolchain,
-            &["standalone", "store", "guest/src", "guest/Cargo.toml"],
+            &[
+                "standalone",
+                "store",
+                "guest/src",
+                "guest/Cargo.toml",
+                "guest/build.rs",
+            ],
             &out_dir.join(name),
         );
     }
