@@ -164,15 +164,6 @@ impl PgTxn {
         .map(drop)
     }
 
-    /// Counts one call of `agent` that succeeded.
-    fn count_call(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
-        let call = Tally {
-            operations: 1,
-            ..Tally::default()
-        };
-        Self::bump(conn, agent, call)
-    }
-
     /// Stores a summary if its version is still kept (one cached by a read call may have
     /// been pruned since).
     fn store_summary(conn: &mut Conn, p: &PendingSummary) -> Result<(), StoreError> {
@@ -211,43 +202,46 @@ impl PgTxn {
         .map(drop)
     }
 
-    /// After a read: stores its summaries and counts it, in one short write (the count
-    /// alone is one statement, which commits by itself).
-    fn count_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
+    /// After a read that cached summaries: stores them, then counts it and commits (the
+    /// summaries are durable as any write is).
+    fn count_after_read(&mut self, count: &str) -> Result<(), StoreError> {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut()?;
-        if summaries.is_empty() {
-            return Self::count_call(conn, agent);
-        }
         conn.batch("BEGIN")?;
         for s in &summaries {
             // A version deleted or pruned meanwhile simply goes uncached.
             Self::store_summary(conn, s)?;
         }
-        Self::count_call(conn, agent)?;
-        conn.batch("COMMIT")
+        conn.batch(&format!("{count}; COMMIT"))
     }
 }
 
 impl PgTxn {
     fn commit(mut self, agent: &str) -> Result<(), StoreError> {
+        let count = count_statement(agent)?;
         if self.mode == Mode::Write {
             // The operation's count and the commit in one round trip.
-            let counted = format!(
-                "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-                 VALUES ({0}, 0, 0, 0, 1)
-                 ON CONFLICT (agent_id) DO UPDATE SET total_operations = agents.total_operations + 1;
-                 COMMIT",
-                literal(agent)?
-            );
-            self.conn_for(agent)?.batch(&counted)?;
+            self.conn_for(agent)?.batch(&format!("{count}; COMMIT"))?;
             self.release();
             return Ok(());
         }
         // The read is done: end its snapshot. Counting it (and caching a summary) is
         // bookkeeping that must not fail the answer.
+        if self.pending_summaries.is_empty() {
+            // The snapshot's end and the count in one round trip. The count does not wait
+            // for its flush to disk: a read changes nothing an agent relies on, and a crash
+            // of the database may lose the last moment's counts, as a crash of a SQLite
+            // server loses the reads it had not yet written.
+            let ended =
+                format!("COMMIT; BEGIN; SET LOCAL synchronous_commit = off; {count}; COMMIT");
+            match self.conn_mut()?.batch(&ended) {
+                Ok(()) => self.release(),
+                Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
+            }
+            return Ok(());
+        }
         self.conn_mut()?.batch("COMMIT")?;
-        match self.count_after_read(agent) {
+        match self.count_after_read(&count) {
             Ok(()) => self.release(),
             Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
         }
@@ -271,6 +265,16 @@ impl Drop for PgTxn {
         let rolled_back = conn.batch("ROLLBACK").is_ok();
         self.pool.give_back(conn, rolled_back);
     }
+}
+
+/// The statement that counts one call of `agent`, for a batch (see [`literal`]).
+fn count_statement(agent: &str) -> Result<String, StoreError> {
+    Ok(format!(
+        "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+         VALUES ({}, 0, 0, 0, 1)
+         ON CONFLICT (agent_id) DO UPDATE SET total_operations = agents.total_operations + 1",
+        literal(agent)?
+    ))
 }
 
 /// An agent id as an SQL string literal, for the statements sent with others in one round
