@@ -221,6 +221,31 @@ fn answers_about_something_else_are_refused() {
     still_serving(&s);
 }
 
+/// A call runs in a slot of the pool that earlier calls used, but nothing they left in its
+/// memory reaches it: a guest that leaves another agent's content in its heap, then one that
+/// searches its whole memory for it, find nothing, call after call (the same search in the
+/// planting call itself finds it).
+#[test]
+fn what_a_call_leaves_in_memory_never_reaches_the_next_call() {
+    let s = hostile();
+    let secret = "what one agent wrote, left in the guest's memory";
+    let call = |agent: &str| {
+        s.call(
+            "write_file",
+            json!({ "agent_id": agent, "path": "f", "content": secret }),
+        )
+    };
+    let found = call("plant-and-snoop").unwrap_err();
+    assert!(
+        found.starts_with("conflict: found planted bytes at address "),
+        "{found}"
+    );
+    for round in 1..=20 {
+        assert_eq!(call("plant").unwrap()["version"], 1, "round {round}");
+        assert_eq!(call("snoop").unwrap()["version"], 1, "round {round}");
+    }
+}
+
 /// More calls at once than the pool has instances: writes of many agents, each holding its
 /// instance while it waits for its turn at the write lock. A call beyond the pool's slots
 /// waits for one; none fails for want of an instance.

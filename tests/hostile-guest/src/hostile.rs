@@ -32,6 +32,43 @@ fn write_then(
     Ok(written)
 }
 
+/// What `plant` leaves in memory: the content with every byte flipped by this mask, so that
+/// only a planted copy matches what `snoop` looks for, never the content it is given.
+const MASK: u8 = 0x5A;
+
+/// Leaves copies of `content` (masked) in this instance's heap, never freed.
+fn plant(content: &str) {
+    for _ in 0..64 {
+        black_box(Vec::leak(
+            content.bytes().map(|b| b ^ MASK).collect::<Vec<u8>>(),
+        ));
+    }
+}
+
+/// Where in this instance's whole linear memory a planted copy of `content` lies, if
+/// anywhere: what a call could learn of one that ran before it.
+fn snoop(content: &str) -> Option<usize> {
+    let wanted = content.as_bytes();
+    let end = core::arch::wasm32::memory_size(0) * 65_536;
+    (1024..end.saturating_sub(wanted.len())).find(|&at| {
+        wanted.iter().enumerate().all(|(i, &b)| {
+            // SAFETY: every address below the memory's size is in bounds; this only reads.
+            let byte = unsafe { std::ptr::read_volatile((at + i) as *const u8) };
+            byte ^ MASK == b
+        })
+    })
+}
+
+/// Fails the call if `snoop` finds `content` planted.
+fn nothing_planted(content: &str) -> Result<(), ToolError> {
+    match snoop(content) {
+        Some(at) => Err(ToolError::Conflict(format!(
+            "found planted bytes at address {at}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Recurses until the stack runs out (the exit is never taken).
 fn recurse(depth: u64) -> u64 {
     if black_box(depth) == u64::MAX {
@@ -89,6 +126,18 @@ impl Guest for Hostile {
             "phantom-summary" => write_then(r, |a, p, v| {
                 let _ = Imports.put_summary(a, p, v + 7, "model", "of nothing");
             }),
+            // Leaves its content in memory for a later call to find.
+            "plant" => {
+                plant(&r.content);
+                tools::write_file(&Imports, r)
+            }
+            // Looks through all of its memory for what a "plant" call left.
+            "snoop" => nothing_planted(&r.content).and_then(|()| tools::write_file(&Imports, r)),
+            // Both in one call: shows that `snoop` finds what is there.
+            "plant-and-snoop" => {
+                plant(&r.content);
+                nothing_planted(&r.content).and_then(|()| tools::write_file(&Imports, r))
+            }
             _ => tools::write_file(&Imports, r),
         }
     }
