@@ -35,7 +35,7 @@ pub fn build_component_with(
     out: &Path,
 ) {
     let root = workspace_root();
-    for path in watched.iter().chain(&["wit", "Cargo.lock"]) {
+    for path in watched.iter().chain(&["wit", "Cargo.lock", "Cargo.toml"]) {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
     require_target();
@@ -82,7 +82,7 @@ pub fn build_standalone(out_dir: &Path, toolchain: &[(String, String)]) {
     for (name, features) in STANDALONE_VARIANTS {
         build_component_with(
             "scratchpad-standalone",
-            "guest",
+            "standalone",
             features,
             toolchain,
             &[
