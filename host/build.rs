@@ -41,12 +41,7 @@ fn main() {
             }
             fs::write(&wasm, bytes).expect("write the embedded component");
         }
-        None => build_component(
-            "scratchpad-guest",
-            "guest",
-            &["guest/src", "guest/Cargo.toml", "guest/build.rs"],
-            &wasm,
-        ),
+        None => build_component("scratchpad-guest", "guest", &[], &wasm),
     }
     write_standalone(&out_dir);
 }

@@ -8,12 +8,7 @@ fn main() {
     build_support::build_component(
         "scratchpad-hostile-guest",
         "release",
-        &[
-            "tests/hostile-guest",
-            "guest/src",
-            "guest/Cargo.toml",
-            "guest/build.rs",
-        ],
+        &["tests/hostile-guest"],
         &out,
     );
 }

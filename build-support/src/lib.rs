@@ -16,8 +16,21 @@ use std::process::Command;
 /// The target components are built for.
 pub const TARGET: &str = "wasm32-wasip2";
 
+/// What every component here is built from, whatever else it adds: the contract, the guest
+/// crate (the tools, and the build script that sets the guest's link arguments), and the
+/// workspace's lock file and manifest (whose profiles the components are built with).
+const ALWAYS_WATCHED: [&str; 6] = [
+    "wit",
+    "guest/src",
+    "guest/Cargo.toml",
+    "guest/build.rs",
+    "Cargo.lock",
+    "Cargo.toml",
+];
+
 /// Builds `package` with cargo `profile` and copies its `.wasm` to `out`. Tells cargo to run
-/// the build script again when `watched` (paths relative to the workspace root) change.
+/// the build script again when `watched` (paths relative to the workspace root, beside
+/// [`ALWAYS_WATCHED`]) change.
 /// Stops the build with one clear line when the target is missing or the build fails.
 pub fn build_component(package: &str, profile: &str, watched: &[&str], out: &Path) {
     build_component_with(package, profile, &[], &[], watched, out);
@@ -35,7 +48,7 @@ pub fn build_component_with(
     out: &Path,
 ) {
     let root = workspace_root();
-    for path in watched.iter().chain(&["wit", "Cargo.lock", "Cargo.toml"]) {
+    for path in watched.iter().chain(&ALWAYS_WATCHED) {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
     require_target();
@@ -85,13 +98,7 @@ pub fn build_standalone(out_dir: &Path, toolchain: &[(String, String)]) {
             "standalone",
             features,
             toolchain,
-            &[
-                "standalone",
-                "store",
-                "guest/src",
-                "guest/Cargo.toml",
-                "guest/build.rs",
-            ],
+            &["standalone", "store"],
             &out_dir.join(name),
         );
     }
