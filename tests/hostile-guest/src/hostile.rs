@@ -59,13 +59,13 @@ fn snoop(content: &str) -> Option<usize> {
     })
 }
 
-/// Fails the call if `snoop` finds `content` planted.
-fn nothing_planted(content: &str) -> Result<(), ToolError> {
-    match snoop(content) {
+/// Writes as the real tool does, unless `snoop` finds the request's content planted.
+fn write_unless_planted(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
+    match snoop(&r.content) {
         Some(at) => Err(ToolError::Conflict(format!(
             "found planted bytes at address {at}"
         ))),
-        None => Ok(()),
+        None => tools::write_file(&Imports, r),
     }
 }
 
@@ -132,11 +132,11 @@ impl Guest for Hostile {
                 tools::write_file(&Imports, r)
             }
             // Looks through all of its memory for what a "plant" call left.
-            "snoop" => nothing_planted(&r.content).and_then(|()| tools::write_file(&Imports, r)),
+            "snoop" => write_unless_planted(r),
             // Both in one call: shows that `snoop` finds what is there.
             "plant-and-snoop" => {
                 plant(&r.content);
-                nothing_planted(&r.content).and_then(|()| tools::write_file(&Imports, r))
+                write_unless_planted(r)
             }
             _ => tools::write_file(&Imports, r),
         }
