@@ -413,6 +413,29 @@ fn a_search_reads_only_its_agents_postings() {
     );
 }
 
+/// `verify` of a database this server never opened says so, and creates nothing there.
+#[test]
+fn verify_of_a_database_without_the_schema_says_so() {
+    let Some(db) = TestDatabase::create() else {
+        return;
+    };
+    let e = pg_admin::verify(&db.url).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the database holds no scratchpad-mcp schema"),
+        "{e}"
+    );
+    let tables: i64 = db
+        .client()
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "verify created nothing");
+}
+
 #[test]
 fn verify_finds_damage_and_names_it() {
     let Some(s) = scratch() else { return };
@@ -631,6 +654,54 @@ fn a_statement_past_the_timeout_is_stopped_and_changes_nothing() {
     let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
     assert_eq!(read["content"], "before");
     assert_eq!(s.write("a", "f", "after")["version"], 2);
+    assert_sound(&s);
+}
+
+/// A write's version and its pruning are not waited for one by one: they go to the
+/// database with the call's commit. When one of them fails there (here the pruning, which a
+/// trigger refuses), the call fails whole: no new version, counters as before, and the
+/// agent's next write is served.
+#[test]
+fn a_statement_sent_with_the_commit_that_fails_fails_the_whole_call() {
+    let Some(s) = scratch() else { return };
+    for i in 1..=10 {
+        s.write("a", "f", &format!("version {i}"));
+    }
+    let before = s.usage("a");
+    s.database
+        .as_ref()
+        .unwrap()
+        .client()
+        .batch_execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+             CREATE TRIGGER keep BEFORE DELETE ON versions
+               FOR EACH ROW EXECUTE FUNCTION refuse();",
+        )
+        .unwrap();
+    let e = s
+        .call(
+            "write_file",
+            json!({ "agent_id": "a", "path": "f", "content": "version 11" }),
+        )
+        .unwrap_err();
+    assert!(e.contains("PostgreSQL error P0001"), "{e}");
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(
+        (&read["content"], &read["current_version"]),
+        (&json!("version 10"), &json!(10))
+    );
+    let after = s.usage("a");
+    for counter in ["total_bytes", "file_count"] {
+        assert_eq!(after[counter], before[counter], "{counter}");
+    }
+    s.database
+        .as_ref()
+        .unwrap()
+        .client()
+        .batch_execute("DROP TRIGGER keep ON versions")
+        .unwrap();
+    assert_eq!(s.write("a", "f", "version 11")["version"], 11);
     assert_sound(&s);
 }
 

@@ -102,6 +102,20 @@ fn versions(h: &dyn Harness) {
         let usage = s.get_usage(&a).unwrap();
         assert_eq!((usage.file_count, usage.total_bytes), (1, 12));
     });
+    // A call sees its own writes at once, whatever a store sends ahead or holds back.
+    let q = path("seen.md");
+    h.call(a.as_str(), &mut |s| {
+        assert_eq!(s.stat_file(&a, &q).unwrap(), None, "a path never written");
+        s.put_version(&a, &q, 1, "fresh").unwrap();
+        let usage = s.get_usage(&a).unwrap();
+        assert_eq!(
+            (usage.file_count, usage.total_bytes),
+            (2, 17),
+            "the counters count the version just stored"
+        );
+        assert_eq!(s.read_version(&a, &q, 1).unwrap().as_deref(), Some("fresh"));
+        s.delete_file(&a, &q).unwrap();
+    });
     h.call(a.as_str(), &mut |s| {
         s.prune_versions(&a, &p, 3).unwrap();
         let state = s.stat_file(&a, &p).unwrap().expect("written");

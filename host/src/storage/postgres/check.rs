@@ -3,32 +3,24 @@
 //! PostgreSQL enforces its own foreign keys and checks its pages, so there is no
 //! counterpart of SQLite's `integrity_check` to run here.
 
-use super::{DatabaseUrl, col, map_err, to_u64};
+use super::conn::Conn;
+use super::{DatabaseUrl, col, to_u64};
 use crate::storage::StoreError;
 use crate::storage::check::{
     AgentStats, CHANGED_CONTENT, CONTENT_HASHES, COUNTS, Counts, IndexAt, STATS, Verification,
     hash_mismatch, report, run_checks,
 };
-use postgres::error::SqlState;
 
 /// Connects, then runs `look` in a read-only snapshot.
 fn in_snapshot<T>(
     url: &DatabaseUrl,
-    look: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T, StoreError>,
+    look: impl FnOnce(&mut Conn) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     let (pool, mut conn) = super::first_connection(url)?;
     let found = conn
-        .client
-        .build_transaction()
-        .isolation_level(postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .map_err(map_err)
-        .and_then(|mut tx| {
-            let found = look(&mut tx)?;
-            tx.commit().map_err(map_err)?;
-            Ok(found)
-        });
+        .batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .and_then(|()| look(&mut conn))
+        .and_then(|found| conn.batch("COMMIT").map(|()| found));
     pool.give_back(conn, found.is_ok());
     found
 }
@@ -36,15 +28,23 @@ fn in_snapshot<T>(
 /// Verifies the database at `url` without changing it.
 pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
     in_snapshot(url, |tx| {
-        let row = tx
-            .query_one("SELECT max(version) FROM scratchpad_migrations", &[])
-            .map_err(|e| match e.code() {
-                Some(&SqlState::UNDEFINED_TABLE) => {
-                    StoreError::Database("the database holds no scratchpad-mcp schema".into())
-                }
-                _ => map_err(e),
-            })?;
-        let schema_version = col::<Option<i32>>(&row, 0)?.map_or(0, i64::from);
+        let has_schema =
+            tx.query_once("SELECT to_regclass('scratchpad_migrations') IS NOT NULL")?;
+        if !has_schema
+            .first()
+            .map(|r| col::<bool>(r, 0))
+            .transpose()?
+            .unwrap_or(false)
+        {
+            return Err(StoreError::Database(
+                "the database holds no scratchpad-mcp schema".into(),
+            ));
+        }
+        let rows = tx.query_once("SELECT max(version) FROM scratchpad_migrations")?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Database("no schema version".into()))?;
+        let schema_version = col::<Option<i32>>(row, 0)?.map_or(0, i64::from);
         let mut problems = Vec::new();
         if schema_version != i64::from(super::migrations::latest()) {
             problems.push(format!(
@@ -63,17 +63,15 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
             agents: "(SELECT agent_id FROM agents UNION SELECT agent_id FROM search_docs)",
         };
         run_checks(&mut problems, Some(&index), |sql| {
-            tx.query(sql, &[])
-                .map_err(map_err)?
-                .iter()
-                .map(|r| col(r, 0))
-                .collect()
+            tx.query_once(sql)?.iter().map(|r| col(r, 0)).collect()
         })?;
         // A page of versions and log entries at a time: the contents of a whole store need not fit in memory.
         let mut changed = Vec::new();
-        let versions = tx.bind(CONTENT_HASHES, &[]).map_err(map_err)?;
+        tx.batch(&format!(
+            "DECLARE contents NO SCROLL CURSOR FOR {CONTENT_HASHES}"
+        ))?;
         loop {
-            let page = tx.query_portal(&versions, 256).map_err(map_err)?;
+            let page = tx.query_once("FETCH 256 FROM contents")?;
             for r in &page {
                 changed.extend(hash_mismatch(
                     &col::<String>(r, 0)?,
@@ -88,8 +86,11 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
             }
         }
         report(&mut problems, CHANGED_CONTENT, changed);
-        let row = tx.query_one(COUNTS, &[]).map_err(map_err)?;
-        let counts = Counts::from_row(|i| col::<i64>(&row, i).map(to_u64))?;
+        let rows = tx.query_once(COUNTS)?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Database("no counts".into()))?;
+        let counts = Counts::from_row(|i| col::<i64>(row, i).map(to_u64))?;
         Ok(Verification {
             schema_version,
             counts,
@@ -101,8 +102,7 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
 /// Every agent's counters, sorted by agent id.
 pub fn stats(url: &DatabaseUrl) -> Result<Vec<AgentStats>, StoreError> {
     in_snapshot(url, |tx| {
-        tx.query(STATS, &[])
-            .map_err(map_err)?
+        tx.query_once(STATS)?
             .iter()
             .map(|r| {
                 let n = |i| col::<i64>(r, i).map(to_u64);

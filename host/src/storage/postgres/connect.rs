@@ -7,8 +7,8 @@ use super::pool::Pool;
 use super::tls::{self, Connector};
 use super::url::DatabaseUrl;
 use crate::storage::StoreError;
-use postgres::config::SslMode;
 use std::time::Duration;
+use tokio_postgres::config::SslMode;
 
 /// How long connecting may take unless the URL says (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,12 +33,12 @@ pub(super) fn first_connection(url: &DatabaseUrl) -> Result<(Pool, Conn), StoreE
 /// The driver's settings for `url`, with a connect timeout and our application name unless
 /// the URL sets them, and how to connect: with verified TLS when the URL asks for it
 /// (`sslmode=require` or `sslrootcert`), see [`tls`].
-pub(super) fn config(url: &DatabaseUrl) -> Result<(postgres::Config, Connector), StoreError> {
+pub(super) fn config(url: &DatabaseUrl) -> Result<(tokio_postgres::Config, Connector), StoreError> {
     let open_error = |reason: String| cannot_open(url, reason);
     let (text, root_cert) = url.for_driver();
-    let mut config: postgres::Config = text
+    let mut config: tokio_postgres::Config = text
         .parse()
-        .map_err(|e: postgres::Error| open_error(format!("invalid URL: {e}")))?;
+        .map_err(|e: tokio_postgres::Error| open_error(format!("invalid URL: {e}")))?;
     let connector = if root_cert.is_some() || config.get_ssl_mode() == SslMode::Require {
         config.ssl_mode(SslMode::Require);
         tls::verifying(root_cert.as_deref()).map_err(open_error)?

@@ -5,9 +5,8 @@
 //! first, so one applies what is missing and the others find it done. A database migrated
 //! by a newer build is refused rather than misread.
 
-use super::map_err;
+use super::conn::{Conn, col};
 use crate::storage::StoreError;
-use postgres::Client;
 
 /// One step of the schema.
 struct Migration {
@@ -54,35 +53,29 @@ pub fn latest() -> i32 {
 }
 
 /// Brings the database to [`latest`]. Returns the migrations applied, by name.
-pub fn run(client: &mut Client) -> Result<Vec<&'static str>, StoreError> {
-    client
-        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
-        .map_err(map_err)?;
-    let result = apply_missing(client);
+pub fn run(conn: &mut Conn) -> Result<Vec<&'static str>, StoreError> {
+    conn.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
+    let result = apply_missing(conn);
     // On error the caller drops the connection, which releases the lock too.
-    client
-        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
-        .map_err(map_err)?;
+    conn.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])?;
     result
 }
 
-fn apply_missing(client: &mut Client) -> Result<Vec<&'static str>, StoreError> {
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS scratchpad_migrations (
-                 version    integer PRIMARY KEY,
-                 name       text NOT NULL,
-                 applied_at timestamptz NOT NULL DEFAULT now()
-             )",
-        )
-        .map_err(map_err)?;
-    let found: i32 = client
-        .query_one(
+fn apply_missing(conn: &mut Conn) -> Result<Vec<&'static str>, StoreError> {
+    conn.batch(
+        "CREATE TABLE IF NOT EXISTS scratchpad_migrations (
+             version    integer PRIMARY KEY,
+             name       text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         )",
+    )?;
+    let found: i32 = col(
+        &conn.query_one(
             "SELECT COALESCE(max(version), 0) FROM scratchpad_migrations",
             &[],
-        )
-        .and_then(|r| r.try_get(0))
-        .map_err(map_err)?;
+        )?,
+        0,
+    )?;
     if found > latest() {
         return Err(StoreError::Database(format!(
             "the database has schema version {found}, newer than this build's {}; upgrade scratchpad-mcp",
@@ -91,14 +84,15 @@ fn apply_missing(client: &mut Client) -> Result<Vec<&'static str>, StoreError> {
     }
     let mut applied = Vec::new();
     for m in MIGRATIONS.iter().filter(|m| m.version > found) {
-        let mut tx = client.transaction().map_err(map_err)?;
-        tx.batch_execute(m.sql).map_err(map_err)?;
-        tx.execute(
+        // Each migration whole or not at all: on a failure the caller closes the
+        // connection, which rolls the open transaction back.
+        conn.batch("BEGIN")?;
+        conn.batch(m.sql)?;
+        conn.execute(
             "INSERT INTO scratchpad_migrations (version, name) VALUES ($1, $2)",
             &[&m.version, &m.name],
-        )
-        .map_err(map_err)?;
-        tx.commit().map_err(map_err)?;
+        )?;
+        conn.batch("COMMIT")?;
         applied.push(m.name);
     }
     Ok(applied)

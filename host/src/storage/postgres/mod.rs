@@ -14,8 +14,9 @@
 //!   count, as in SQLite; prefixes are compared with `starts_with`, never `LIKE`.
 //! - Connections come from a bounded pool ([`pool`]), and statements are prepared once per
 //!   connection. They use TLS, the server verified, when the URL asks for it ([`tls`]).
-//! - The `postgres` driver runs its own small runtime per connection; it is used only from
-//!   blocking threads, and connections are closed on a thread of their own.
+//! - Each connection runs its own small runtime for the driver (`tokio-postgres`); it is used
+//!   only from blocking threads, and connections are closed on a thread of their own. A
+//!   statement whose answer the call does not need is sent with the next one ([`conn`]).
 //!
 //! Where each part is: this module is the database as a [`Backend`] (opening it, a call's
 //! transaction begun, every agent's files for resources, the shared rate buckets);
@@ -39,7 +40,7 @@ pub use url::{DatabaseUrl, NotAUrl};
 
 use super::{Backend, Mode, StoreError, Txn, to_u64};
 use crate::rate::{Allowance, Rate};
-use conn::{Conn, col, map_err};
+use conn::{Conn, col};
 use connect::{cannot_open, first_connection};
 use pool::Pool;
 use scratchpad_guest::{FileMeta, LimitOverrides};
@@ -66,7 +67,7 @@ impl Postgres {
     /// Connects to `url` and brings its schema up to date.
     pub fn open(url: &DatabaseUrl) -> Result<Self, StoreError> {
         let (pool, mut conn) = first_connection(url)?;
-        let migrated = migrations::run(&mut conn.client);
+        let migrated = migrations::run(&mut conn);
         pool.give_back(conn, migrated.is_ok());
         let applied = migrated.map_err(|e| cannot_open(url, e.detail()))?;
         if !applied.is_empty() {

@@ -7,11 +7,11 @@
 //! answers "busy", like any other wait in this backend.
 
 use super::tls::Connector;
-use super::{BUSY_TIMEOUT, Conn, STATEMENT_TIMEOUT, map_err};
+use super::{BUSY_TIMEOUT, Conn, STATEMENT_TIMEOUT};
 use crate::storage::StoreError;
-use postgres::NoTls;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
+use tokio_postgres::NoTls;
 
 /// Connections one instance opens at most.
 pub const MAX_CONNECTIONS: usize = 16;
@@ -27,7 +27,7 @@ struct State {
 /// The connections of one [`super::Postgres`].
 pub struct Pool {
     /// How to open another connection.
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     /// Plain or verified TLS, as the URL asked.
     connector: Connector,
     /// Idle connections and how many are open, shared by every call.
@@ -38,7 +38,7 @@ pub struct Pool {
 
 impl Pool {
     /// A pool that connects with `config` and `connector` when it needs to.
-    pub fn new(config: postgres::Config, connector: Connector) -> Self {
+    pub fn new(config: tokio_postgres::Config, connector: Connector) -> Self {
         Self {
             config,
             connector,
@@ -78,39 +78,58 @@ impl Pool {
     }
 
     fn connect(&self) -> Result<Conn, StoreError> {
-        let mut client = match &self.connector {
-            Connector::Plain => self.config.connect(NoTls),
-            Connector::Tls(tls) => self.config.connect(tls.clone()),
-        }
-        .map_err(|e| {
+        let unreachable = |e: &dyn std::error::Error| {
             // The driver's words (refused, timed out, a certificate it cannot trust, a
             // password refused for a user) are the operator's: a caller reads only that
             // the database cannot be reached (see `StoreError::to_wit`).
             let mut reason = e.to_string();
-            let mut source = std::error::Error::source(&e);
+            let mut source = e.source();
             while let Some(cause) = source {
                 reason = format!("{reason}: {cause}");
                 source = cause.source();
             }
             tracing::error!(error = %reason, "cannot connect to PostgreSQL");
             StoreError::Unreachable(reason)
-        })?;
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| unreachable(&e))?;
+        // The connection's task runs on the connection's runtime, whenever a statement waits
+        // there for its answer.
+        let client = runtime
+            .block_on(async {
+                match &self.connector {
+                    Connector::Plain => {
+                        let (client, connection) = self.config.connect(NoTls).await?;
+                        tokio::spawn(connection);
+                        Ok(client)
+                    }
+                    Connector::Tls(tls) => {
+                        let (client, connection) = self.config.connect(tls.clone()).await?;
+                        tokio::spawn(connection);
+                        Ok(client)
+                    }
+                }
+            })
+            .map_err(|e: tokio_postgres::Error| unreachable(&e))?;
+        let mut conn = Conn::new(runtime, client);
         // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang, and
         // no statement runs longer than a tool call could ever need.
-        client
-            .batch_execute(&format!(
-                "SET lock_timeout = {}; SET statement_timeout = {}",
-                BUSY_TIMEOUT.as_millis(),
-                STATEMENT_TIMEOUT.as_millis()
-            ))
-            .map_err(map_err)?;
-        Ok(Conn::new(client))
+        conn.batch(&format!(
+            "SET lock_timeout = {}; SET statement_timeout = {}",
+            BUSY_TIMEOUT.as_millis(),
+            STATEMENT_TIMEOUT.as_millis()
+        ))?;
+        Ok(conn)
     }
 
     /// Takes back a connection lent by [`Pool::take`]; one that is not `healthy` (its
     /// transaction could not be ended) or that lost its server is closed instead.
-    pub fn give_back(&self, conn: Conn, healthy: bool) {
-        if healthy && !conn.client.is_closed() {
+    pub fn give_back(&self, mut conn: Conn, healthy: bool) {
+        // What the call held back and never sent was its own: the next call starts clean.
+        conn.discard_deferred();
+        if healthy && !conn.is_closed() {
             self.state().idle.push(conn);
             self.returned.notify_one();
         } else {

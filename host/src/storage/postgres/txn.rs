@@ -23,8 +23,8 @@ pub(super) struct PgCall(RefCell<PgTxn>);
 
 impl PgCall {
     /// Begins a call's transaction in `mode` on a connection of `pool`: a read call's
-    /// snapshot at once; a write call's transaction with its agent's lock, in one round trip,
-    /// on its first statement ([`PgTxn::conn_for`]).
+    /// snapshot, or a write call's transaction with its agent's lock ([`PgTxn::conn_for`]),
+    /// each sent with the call's first statement.
     pub(super) fn begin(
         pool: &Arc<Pool>,
         mode: Mode,
@@ -40,6 +40,7 @@ impl PgCall {
             limits,
             agent: None,
             pending_summaries: Vec::new(),
+            usage_ahead: None,
             pool: Arc::clone(pool),
         })))
     }
@@ -73,6 +74,10 @@ struct PgTxn {
     agent: Option<String>,
     /// Summaries a read call cached, stored after its snapshot ends.
     pending_summaries: Vec<PendingSummary>,
+    /// The agent's counters, read with a write call's look at a file (in the same round
+    /// trip, under its lock): the quota check that comes next takes them from here. Good for
+    /// that next statement only: every statement clears it ([`PgTxn::conn_for`]).
+    usage_ahead: Option<Usage>,
     /// The pool the call's connections come from and go back to.
     pool: Arc<Pool>,
 }
@@ -81,6 +86,7 @@ impl PgTxn {
     /// The connection, for work on `agent`'s data: a write call first takes the agent's
     /// lock. A call acts for one agent only (the guard refuses any other).
     fn conn_for(&mut self, agent: &str) -> Result<&mut Conn, StoreError> {
+        self.usage_ahead = None;
         if self.mode == Mode::Write {
             match &self.agent {
                 Some(held) => debug_assert_eq!(held, agent, "a call acts for one agent"),
@@ -90,7 +96,8 @@ impl PgTxn {
                          SELECT pg_advisory_xact_lock(hashtextextended({}, 0))",
                         literal(agent)?
                     );
-                    self.conn_mut()?.batch(&begin)?;
+                    // Sent with the call's first statement, in the same round trip.
+                    self.conn_mut()?.defer_batch(begin);
                     self.agent = Some(agent.to_owned());
                 }
             }
@@ -220,7 +227,8 @@ impl PgTxn {
     fn commit(mut self, agent: &str) -> Result<(), StoreError> {
         let count = count_statement(agent)?;
         if self.mode == Mode::Write {
-            // The operation's count and the commit in one round trip.
+            // The operation's count and the commit in one round trip, with the statements
+            // held back until now.
             self.conn_for(agent)?.batch(&format!("{count}; COMMIT"))?;
             self.release();
             return Ok(());
@@ -261,7 +269,9 @@ impl Drop for PgTxn {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
-        // Roll back what was not committed; a connection that cannot is closed, not pooled.
+        // Roll back what was not committed (what was held back is never sent); a
+        // connection that cannot is closed, not pooled.
+        conn.discard_deferred();
         let rolled_back = conn.batch("ROLLBACK").is_ok();
         self.pool.give_back(conn, rolled_back);
     }

@@ -2,7 +2,7 @@
 //! makes them the port. They only persist: the guard has checked every request before it
 //! gets here.
 
-use super::super::conn::{col, text};
+use super::super::conn::{Owned, Params, col, text};
 use super::super::search;
 use super::PgTxn;
 use crate::storage::{Mode, PendingSummary, StoreError, to_i64, to_u64};
@@ -13,6 +13,7 @@ use scratchpad_guest::ports::{content_hash, log_body};
 use scratchpad_guest::{FileMeta, LogEntry, LogValue, Usage};
 use scratchpad_store::logs;
 use scratchpad_store::rows::Tally;
+use tokio_postgres::Row;
 
 /// The statements of one call; [`PgCall`] makes them the storage contract.
 impl PgTxn {
@@ -23,13 +24,24 @@ impl PgTxn {
     ) -> Result<Option<FileState>, StoreError> {
         // The file's row and its kept versions in one round trip: no rows, never written; one
         // row of NULL versions, deleted.
-        let rows = self.conn_for(agent)?.query(
+        let stat: (&'static str, Params<'_>) = (
             "SELECT f.last_version, v.version, v.bytes, scratchpad_rfc3339(v.created_at), v.sha256
              FROM files f LEFT JOIN versions v ON v.file_id = f.id
              WHERE f.agent_id = $1 AND f.path = $2
              ORDER BY v.version",
             &[&agent, &path],
-        )?;
+        );
+        let writing = self.mode == Mode::Write;
+        let conn = self.conn_for(agent)?;
+        // A write call looks at a file before it stores a version, and checks the agent's
+        // quota next: its counters come in the same round trip.
+        let rows = if writing {
+            let (rows, usage) = conn.query_both(stat, (USAGE, &[&agent]))?;
+            self.usage_ahead = Some(usage_of(usage.first())?);
+            rows
+        } else {
+            conn.query(stat.0, stat.1)?
+        };
         let Some(first) = rows.first() else {
             return Ok(None);
         };
@@ -71,11 +83,21 @@ impl PgTxn {
         content: &str,
     ) -> Result<(), StoreError> {
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
-        // One round trip for the whole write: the file's row, the version, the file's search
+        // One statement for the whole write: the file's row, the version, the file's search
         // document replaced, and the agent's counters. `was` is the file's row as it stood
         // before the statement (a file that exists now gains no count); every part sees that
-        // same snapshot, so the old document's delete cannot see the new one.
-        self.conn_for(agent)?.execute(
+        // same snapshot, so the old document's delete cannot see the new one. It answers
+        // nothing, so it goes with the call's next statement or its commit.
+        let params: Vec<Owned> = vec![
+            Box::new(agent.to_owned()),
+            Box::new(path.to_owned()),
+            Box::new(v),
+            Box::new(bytes),
+            Box::new(content.as_bytes().to_vec()),
+            Box::new(content_hash(content)),
+            Box::new(search::lexemes(agent, content)),
+        ];
+        self.conn_for(agent)?.defer(
             "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
              file AS (
                  INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
@@ -97,17 +119,8 @@ impl PgTxn {
              ON CONFLICT (agent_id) DO UPDATE SET
                total_bytes = agents.total_bytes + excluded.total_bytes,
                file_count = agents.file_count + excluded.file_count",
-            &[
-                &agent,
-                &path,
-                &v,
-                &bytes,
-                &content.as_bytes(),
-                &content_hash(content),
-                &search::lexemes(agent, content),
-            ],
-        )?;
-        Ok(())
+            params,
+        )
     }
 
     pub(super) fn prune_versions(
@@ -117,17 +130,21 @@ impl PgTxn {
         keep_from: u64,
     ) -> Result<(), StoreError> {
         // Summaries of the dropped versions go with them (ON DELETE CASCADE); the bytes freed
-        // leave the agent's counter in the same statement.
-        self.conn_for(agent)?.execute(
+        // leave the agent's counter in the same statement, sent with the next one.
+        let params: Vec<Owned> = vec![
+            Box::new(agent.to_owned()),
+            Box::new(path.to_owned()),
+            Box::new(to_i64(keep_from)?),
+        ];
+        self.conn_for(agent)?.defer(
             "WITH gone AS (DELETE FROM versions v USING files f
                            WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2
                              AND v.version < $3
                            RETURNING v.bytes)
              UPDATE agents SET total_bytes = total_bytes - (SELECT COALESCE(sum(bytes), 0) FROM gone)
              WHERE agent_id = $1",
-            &[&agent, &path, &to_i64(keep_from)?],
-        )?;
-        Ok(())
+            params,
+        )
     }
 
     pub(super) fn delete_file(&mut self, agent: &str, path: &str) -> Result<bool, StoreError> {
@@ -268,20 +285,11 @@ impl PgTxn {
     }
 
     pub(super) fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
-        let row = self.conn_for(agent)?.query_opt(
-            "SELECT total_bytes, file_count, log_entry_count, total_operations
-             FROM agents WHERE agent_id = $1",
-            &[&agent],
-        )?;
-        let n = |i| -> Result<u64, StoreError> {
-            row.as_ref().map_or(Ok(0), |r| col(r, i).map(to_u64))
-        };
-        Ok(Usage {
-            total_bytes: n(0)?,
-            file_count: n(1)?,
-            log_entry_count: n(2)?,
-            total_operations: n(3)?,
-        })
+        if let Some(usage) = self.usage_ahead.take() {
+            return Ok(usage);
+        }
+        let row = self.conn_for(agent)?.query_opt(USAGE, &[&agent])?;
+        usage_of(row.as_ref())
     }
 
     pub(super) fn cached_summary(
@@ -426,4 +434,19 @@ impl PgTxn {
             })
             .collect()
     }
+}
+
+/// An agent's counters; no row, an agent that never wrote anything.
+const USAGE: &str = "SELECT total_bytes, file_count, log_entry_count, total_operations
+                     FROM agents WHERE agent_id = $1";
+
+/// The counters in `row` of [`USAGE`].
+fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
+    let n = |i| -> Result<u64, StoreError> { row.map_or(Ok(0), |r| col(r, i).map(to_u64)) };
+    Ok(Usage {
+        total_bytes: n(0)?,
+        file_count: n(1)?,
+        log_entry_count: n(2)?,
+        total_operations: n(3)?,
+    })
 }
