@@ -13,6 +13,7 @@
 //! of the unmapped pages. A call takes a slot before it instantiates and waits while all are
 //! taken.
 
+use crate::bindings::exports::scratchpad::mcp::json;
 use crate::bindings::{Scratchpad, ScratchpadPre};
 use crate::bounds::{CallBounds, MEMORY_LIMIT, TABLE_LIMIT};
 use crate::imports::CallState;
@@ -101,6 +102,10 @@ pub struct Sandbox {
     engine: Engine,
     /// The component linked once; each call only instantiates it.
     pre: ScratchpadPre<CallState>,
+    /// Where the `json` export's functions are, found once: a call through it looks up
+    /// and type-checks those two, not every export of the world (a fifth of an instance's
+    /// set-up).
+    json: json::GuestIndices,
     /// Tells the epoch ticker thread to stop when the sandbox goes.
     ticker_stop: Arc<AtomicBool>,
     /// The pool's free slots: a call takes one before it instantiates.
@@ -121,6 +126,8 @@ impl Sandbox {
             .instantiate_pre(&component)
             .and_then(ScratchpadPre::new)
             .map_err(|e| SandboxError::Load(e.to_string()))?;
+        let json = json::GuestIndices::new(pre.instance_pre())
+            .map_err(|e| SandboxError::Load(e.to_string()))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let (ticking, stop) = (engine.clone(), Arc::clone(&ticker_stop));
@@ -136,6 +143,7 @@ impl Sandbox {
         Ok(Self {
             engine,
             pre,
+            json,
             ticker_stop,
             slots: Slots::new(SLOTS),
         })
@@ -157,7 +165,26 @@ impl Sandbox {
         finish(store, result)
     }
 
-    /// The same with the untyped instance, for callers that work from the component's own
+    /// Calls `tool` with JSON `arguments` through the `json` export of a fresh instance, as
+    /// the service does: the same as [`Sandbox::run`] with that export's `call`, without
+    /// looking up the others.
+    pub fn call_json(
+        &self,
+        state: CallState,
+        tool: &str,
+        arguments: &str,
+    ) -> (
+        Result<Result<String, json::CallError>, SandboxError>,
+        CallState,
+    ) {
+        self.run_dynamic(state, |instance, store| {
+            self.json
+                .load(&mut *store, instance)?
+                .call_call(store, tool, arguments)
+        })
+    }
+
+    /// [`Sandbox::run`] with the untyped instance, for callers that work from the component's own
     /// types (the conformance runner, which reads calls from data files).
     pub fn run_dynamic<R>(
         &self,

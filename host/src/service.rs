@@ -176,11 +176,7 @@ impl Service {
             Err(e) => return Some(Err(CallError::Storage(e.into()))),
         };
         let ran = run_in(txn, agent, &self.model, |state| {
-            self.sandbox.run(state, |instance, store| {
-                instance
-                    .scratchpad_mcp_json()
-                    .call_call(store, tool.as_str(), arguments)
-            })
+            self.sandbox.call_json(state, tool.as_str(), arguments)
         })?;
         let finish = || {
             let answer = ran.answer.map_err(CallError::Sandbox)?;
