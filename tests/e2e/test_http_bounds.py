@@ -71,7 +71,9 @@ def test_2000_idle_sockets_leave_a_real_client_served_in_under_a_second(tmp_path
         took = run(served_in(h))
         print(f"2,000 idle sockets held: a client connected and called in {took * 1000:.0f} ms")
         assert took < 1.0, f"{took:.2f} s"
-        assert not closed_by_server(held[0], 0.1), "the default header timeout is 10 s"
+        # The newest socket: on a loaded machine opening 2,000 can take most of the default
+        # header timeout (10 s), after which the server rightly lets the first ones go.
+        assert not closed_by_server(held[-1], 0.1), "the default header timeout is 10 s"
     finally:
         for s in held:
             s.close()
