@@ -148,9 +148,9 @@ impl PgTxn {
         .transpose()
     }
 
-    /// Adds `change` to an agent's counters (creating its row on first use). Its `changes`
-    /// are SQLite's: a write call here holds its agent's lock from its first read, so
-    /// nothing needs the generation.
+    /// Adds `change` to an agent's counters (creating its row on first use), sent with the
+    /// call's next statement. Its `changes` are SQLite's: a write call here holds its
+    /// agent's lock from its first read, so nothing needs the generation.
     fn bump(conn: &mut Conn, agent: &str, change: Tally) -> Result<(), StoreError> {
         let Tally {
             bytes,
@@ -159,16 +159,21 @@ impl PgTxn {
             operations: ops,
             changes: _,
         } = change;
-        conn.execute(
+        conn.defer(
             "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (agent_id) DO UPDATE SET
                total_bytes = agents.total_bytes + $2, file_count = agents.file_count + $3,
                log_entry_count = agents.log_entry_count + $4,
                total_operations = agents.total_operations + $5",
-            &[&agent, &bytes, &files, &entries, &ops],
+            vec![
+                Box::new(agent.to_owned()),
+                Box::new(bytes),
+                Box::new(files),
+                Box::new(entries),
+                Box::new(ops),
+            ],
         )
-        .map(drop)
     }
 
     /// Stores a summary if its version is still kept (one cached by a read call may have
@@ -193,7 +198,8 @@ impl PgTxn {
     }
 
     /// Indexes `body` as the search document of log entry `id` (a file version's document
-    /// is written with the version, in `put_version`'s one statement).
+    /// is written with the version, in `put_version`'s one statement); sent with the call's
+    /// next statement.
     fn index_log_entry(
         conn: &mut Conn,
         agent: &str,
@@ -201,12 +207,16 @@ impl PgTxn {
         id: i64,
         body: &str,
     ) -> Result<(), StoreError> {
-        conn.execute(
+        conn.defer(
             "INSERT INTO search_docs (agent_id, path, is_log, ref, doc)
              VALUES ($1, $2, true, $3, array_to_tsvector($4::text[]))",
-            &[&agent, &path, &id, &search::lexemes(agent, body)],
+            vec![
+                Box::new(agent.to_owned()),
+                Box::new(path.to_owned()),
+                Box::new(id),
+                Box::new(search::lexemes(agent, body)),
+            ],
         )
-        .map(drop)
     }
 
     /// After a read that cached summaries: stores them, then counts it and commits (the

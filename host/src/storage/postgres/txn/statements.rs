@@ -224,17 +224,19 @@ impl PgTxn {
             )?,
             0,
         )?;
-        conn.execute(
+        // The entry, its document and the counters answer nothing: they go with the call's
+        // next statement, or its commit.
+        conn.defer(
             "INSERT INTO log_entries (agent_id, path, id, is_text, body, bytes, sha256)
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[
-                &agent,
-                &path,
-                &id,
-                &is_text,
-                &body.as_bytes(),
-                &bytes,
-                &content_hash(body),
+            vec![
+                Box::new(agent.to_owned()),
+                Box::new(path.to_owned()),
+                Box::new(id),
+                Box::new(is_text),
+                Box::new(body.as_bytes().to_vec()),
+                Box::new(bytes),
+                Box::new(content_hash(body)),
             ],
         )?;
         Self::index_log_entry(conn, agent, path, id, body)?;
@@ -344,14 +346,17 @@ impl PgTxn {
     ) -> Result<(), StoreError> {
         let keep = retention.keep_last.map(to_i64).transpose()?;
         let age = retention.max_age_seconds.map(to_i64).transpose()?;
-        self.conn_for(agent)?
-            .execute(
-                "INSERT INTO logs (agent_id, path, last_id, keep_last, max_age_seconds)
-                 VALUES ($1, $2, 0, $3, $4)
-                 ON CONFLICT (agent_id, path) DO UPDATE SET keep_last = $3, max_age_seconds = $4",
-                &[&agent, &path, &keep, &age],
-            )
-            .map(drop)
+        self.conn_for(agent)?.defer(
+            "INSERT INTO logs (agent_id, path, last_id, keep_last, max_age_seconds)
+             VALUES ($1, $2, 0, $3, $4)
+             ON CONFLICT (agent_id, path) DO UPDATE SET keep_last = $3, max_age_seconds = $4",
+            vec![
+                Box::new(agent.to_owned()),
+                Box::new(path.to_owned()),
+                Box::new(keep),
+                Box::new(age),
+            ],
+        )
     }
 
     pub(super) fn trim_log(
