@@ -254,6 +254,12 @@ impl Scratch {
         }
     }
 
+    /// A client of this scratch's PostgreSQL database, for a test that changes the
+    /// database under the server.
+    pub fn pg(&self) -> postgres::Client {
+        self.database.as_ref().expect("a PostgreSQL store").client()
+    }
+
     pub fn write(&self, agent: &str, path: &str, content: &str) -> Value {
         self.ok(
             "write_file",

@@ -191,7 +191,7 @@ fn a_trap_after_a_write_rolls_the_write_back() {
         )
         .unwrap_err();
     assert!(e.starts_with("the tool logic failed"), "{e}");
-    let mut db = s.database.as_ref().unwrap().client();
+    let mut db = s.pg();
     for table in ["files", "versions", "search_docs", "agents"] {
         let rows: i64 = db
             .query_one(&format!("SELECT count(*) FROM {table}"), &[])
@@ -321,7 +321,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     let url = s.database.as_ref().unwrap().url.clone();
     // A second open (and a second instance) finds the schema done.
     Postgres::open(&url).unwrap();
-    let mut db = s.database.as_ref().unwrap().client();
+    let mut db = s.pg();
     let applied: i64 = db
         .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
         .unwrap()
@@ -352,7 +352,7 @@ fn a_search_reads_only_its_agents_postings() {
     for i in 0..3 {
         s.write("solo", &format!("mine/{i}"), "my plan");
     }
-    let mut db = s.database.as_ref().unwrap().client();
+    let mut db = s.pg();
     let unprefixed: i64 = db
         .query_one(
             "SELECT count(*) FROM search_docs d, unnest(d.doc) l
@@ -445,7 +445,7 @@ fn verify_finds_damage_and_names_it() {
         json!({ "agent_id": "a", "path": "l", "entry": "e" }),
     );
     assert_sound(&s);
-    let mut db = s.database.as_ref().unwrap().client();
+    let mut db = s.pg();
     db.batch_execute(
         "UPDATE agents SET total_bytes = total_bytes + 7;
          UPDATE logs SET entries = 5;
@@ -589,7 +589,7 @@ fn a_writer_held_off_past_the_deadline_gets_busy_and_other_agents_do_not_wait() 
     let Some(s) = scratch() else { return };
     s.write("a", "f", "before");
     // Another instance's long call on agent "a", as PostgreSQL sees it: the agent's lock.
-    let mut holder = s.database.as_ref().unwrap().client();
+    let mut holder = s.pg();
     holder
         .execute("SELECT pg_advisory_lock(hashtextextended('a', 0))", &[])
         .unwrap();
@@ -624,10 +624,7 @@ fn a_writer_held_off_past_the_deadline_gets_busy_and_other_agents_do_not_wait() 
 fn a_statement_past_the_timeout_is_stopped_and_changes_nothing() {
     let Some(s) = scratch() else { return };
     s.write("a", "f", "before");
-    s.database
-        .as_ref()
-        .unwrap()
-        .client()
+    s.pg()
         .batch_execute(
             "CREATE FUNCTION sleep_a_minute() RETURNS trigger LANGUAGE plpgsql AS
                $$ BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
@@ -668,10 +665,7 @@ fn a_statement_sent_with_the_commit_that_fails_fails_the_whole_call() {
         s.write("a", "f", &format!("version {i}"));
     }
     let before = s.usage("a");
-    s.database
-        .as_ref()
-        .unwrap()
-        .client()
+    s.pg()
         .batch_execute(
             "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
                $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
@@ -695,10 +689,7 @@ fn a_statement_sent_with_the_commit_that_fails_fails_the_whole_call() {
     for counter in ["total_bytes", "file_count"] {
         assert_eq!(after[counter], before[counter], "{counter}");
     }
-    s.database
-        .as_ref()
-        .unwrap()
-        .client()
+    s.pg()
         .batch_execute("DROP TRIGGER keep ON versions")
         .unwrap();
     assert_eq!(s.write("a", "f", "version 11")["version"], 11);
@@ -708,7 +699,7 @@ fn a_statement_sent_with_the_commit_that_fails_fails_the_whole_call() {
 #[test]
 fn a_burst_of_callers_shares_a_bounded_set_of_connections() {
     let Some(s) = scratch() else { return };
-    let mut db = s.database.as_ref().unwrap().client();
+    let mut db = s.pg();
     let open = move || -> i64 {
         db.query_one(
             "SELECT count(*) FROM pg_stat_activity
