@@ -41,6 +41,7 @@ impl PgCall {
             agent: None,
             pending_summaries: Vec::new(),
             usage_ahead: None,
+            current_ahead: None,
             pool: Arc::clone(pool),
         })))
     }
@@ -78,6 +79,10 @@ struct PgTxn {
     /// trip, under its lock): the quota check that comes next takes them from here. Good for
     /// that next statement only: every statement clears it ([`PgTxn::conn_for`]).
     usage_ahead: Option<Usage>,
+    /// A read call's current version of the file it looked at (path, version, content),
+    /// read with that look: a read since a version reads it next but one. Good for the
+    /// call's snapshot, so kept until used or until the call gives its connection back.
+    current_ahead: Option<(String, u64, String)>,
     /// The pool the call's connections come from and go back to.
     pool: Arc<Pool>,
 }
@@ -118,6 +123,7 @@ impl PgTxn {
     /// a model holds no connection (16 slow summaries would otherwise leave every caller
     /// "busy"). A write call keeps its transaction: its agent's lock must hold to the end.
     fn pause(&mut self) -> Result<(), StoreError> {
+        self.current_ahead = None;
         if self.mode == Mode::Read
             && let Some(mut conn) = self.conn.take()
         {

@@ -35,12 +35,27 @@ impl PgTxn {
         let conn = self.conn_for(agent)?;
         // A write call looks at a file before it stores a version, and checks the agent's
         // quota next: its counters come in the same round trip.
+        // A read call looks at a file to read its current version, whole or as the newer
+        // side of a diff: that content comes in the same round trip, up to a size.
         let rows = if writing {
             let (rows, usage) = conn.query_both(stat, (USAGE, &[&agent]))?;
             self.usage_ahead = Some(usage_of(usage.first())?);
             rows
         } else {
-            conn.query(stat.0, stat.1)?
+            let (rows, current) = conn.query_both(
+                stat,
+                (
+                    "SELECT v.version, v.content FROM files f
+                     JOIN versions v ON v.file_id = f.id AND v.version = f.current_version
+                     WHERE f.agent_id = $1 AND f.path = $2 AND v.bytes <= $3",
+                    &[&agent, &path, &CURRENT_AHEAD_BYTES],
+                ),
+            )?;
+            self.current_ahead = match current.first() {
+                Some(r) => Some((path.to_owned(), to_u64(col(r, 0)?), text(col(r, 1)?)?)),
+                None => None,
+            };
+            rows
         };
         let Some(first) = rows.first() else {
             return Ok(None);
@@ -67,6 +82,11 @@ impl PgTxn {
         path: &str,
         version: u64,
     ) -> Result<Option<String>, StoreError> {
+        if let Some((ahead_path, ahead_version, _)) = &self.current_ahead
+            && (ahead_path.as_str(), *ahead_version) == (path, version)
+        {
+            return Ok(self.current_ahead.take().map(|(_, _, content)| content));
+        }
         let row = self.conn_for(agent)?.query_opt(
             "SELECT v.content FROM versions v JOIN files f ON f.id = v.file_id
              WHERE f.agent_id = $1 AND f.path = $2 AND v.version = $3",
@@ -440,6 +460,11 @@ impl PgTxn {
             .collect()
     }
 }
+
+/// The largest current version a read call's look at a file brings with it: most files an
+/// agent reads back are far smaller, and a larger one is not worth sending when the call may
+/// not read it.
+const CURRENT_AHEAD_BYTES: i64 = 256 << 10;
 
 /// An agent's counters; no row, an agent that never wrote anything.
 const USAGE: &str = "SELECT total_bytes, file_count, log_entry_count, total_operations
