@@ -13,7 +13,7 @@ use scratchpad_bench::{component_call, document, native_call};
 use scratchpad_guest::testing::ScriptedModel;
 use scratchpad_guest::{api, tools};
 use scratchpad_mcp::bindings::NO_OVERRIDES;
-use scratchpad_mcp::bindings::{LogValue, ToolError, Tools, api as host_api};
+use scratchpad_mcp::bindings::{LogValue, api as host_api};
 use scratchpad_mcp::guard::Guard;
 use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
@@ -25,6 +25,7 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
+use wasmtime::component::{ComponentNamedList, ComponentType, Lift, Lower};
 
 fn no_key() -> AnthropicConfig {
     AnthropicConfig {
@@ -71,21 +72,19 @@ impl Ways {
         native_call(&self.native, mode, "bench", tool)
     }
 
-    fn component<R>(
-        &self,
-        mode: Mode,
-        call: impl FnOnce(
-            &Tools,
-            &mut wasmtime::Store<CallState>,
-        ) -> wasmtime::Result<Result<R, ToolError>>,
-    ) -> R {
+    fn component<P, R>(&self, mode: Mode, function: &str, params: P) -> R
+    where
+        P: ComponentNamedList + Lower,
+        R: ComponentType + Lift + 'static,
+    {
         component_call(
             &self.sandbox,
             &self.backend,
             &self.model,
             mode,
             "bench",
-            call,
+            function,
+            params,
         )
     }
 
@@ -148,7 +147,7 @@ fn write_then_diff(c: &mut Criterion) {
         b.iter(|| {
             let req = host_write(next(), "plan.md");
             let v = w
-                .component(Mode::Write, |t, s| t.call_write_file(s, &req))
+                .component::<_, host_api::WriteFileResult>(Mode::Write, "write-file", (&req,))
                 .version;
             let read = host_api::ReadFileRequest {
                 agent_id: "bench".into(),
@@ -159,7 +158,11 @@ fn write_then_diff(c: &mut Criterion) {
                 limit: None,
                 column: None,
             };
-            black_box(w.component(Mode::Read, |t, s| t.call_read_file(s, &read)));
+            black_box(w.component::<_, host_api::ReadFileResult>(
+                Mode::Read,
+                "read-file",
+                (&read,),
+            ));
         })
     });
     group.bench_function("service", |b| {
@@ -214,7 +217,7 @@ fn per_tool(c: &mut Criterion) {
             path: "log".into(),
             entry: LogValue::Text(entry.clone()),
         };
-        w.component(Mode::Write, |t, s| t.call_append_log(s, &req));
+        w.component::<_, host_api::AppendLogResult>(Mode::Write, "append-log", (&req,));
         w.service(
             "append_log",
             json!({ "agent_id": "bench", "path": "log", "entry": entry }),
@@ -222,7 +225,7 @@ fn per_tool(c: &mut Criterion) {
         let path = format!("notes/{i:03}");
         w.native(Mode::Write, |p| tools::write_file(p, write(i, &path)));
         let req = host_write(i, &path);
-        w.component(Mode::Write, |t, s| t.call_write_file(s, &req));
+        w.component::<_, host_api::WriteFileResult>(Mode::Write, "write-file", (&req,));
         w.service(
             "write_file",
             json!({ "agent_id": "bench", "path": path, "content": document(i) }),
@@ -250,7 +253,7 @@ fn per_tool(c: &mut Criterion) {
             });
         },
         || {
-            w.component(Mode::Write, |t, s| t.call_append_log(s, &append));
+            w.component::<_, host_api::AppendLogResult>(Mode::Write, "append-log", (&append,));
         },
         || {
             w.service(
@@ -282,7 +285,7 @@ fn per_tool(c: &mut Criterion) {
             }));
         },
         || {
-            black_box(w.component(Mode::Read, |t, s| t.call_read_log(s, &page)));
+            black_box(w.component::<_, host_api::LogPage>(Mode::Read, "read-log", (&page,)));
         },
         || {
             black_box(w.service(
@@ -312,7 +315,11 @@ fn per_tool(c: &mut Criterion) {
             }));
         },
         || {
-            black_box(w.component(Mode::Read, |t, s| t.call_list_files(s, &list)));
+            black_box(w.component::<_, Vec<scratchpad_mcp::bindings::FileMeta>>(
+                Mode::Read,
+                "list-files",
+                (&list,),
+            ));
         },
         || {
             black_box(w.service(
@@ -347,7 +354,7 @@ fn other_tools(c: &mut Criterion) {
         content: long.clone(),
         expected_version: None,
     };
-    w.component(Mode::Write, |t, s| t.call_write_file(s, &req));
+    w.component::<_, host_api::WriteFileResult>(Mode::Write, "write-file", (&req,));
     w.service(
         "write_file",
         json!({ "agent_id": "bench", "path": "long.md", "content": long }),
@@ -369,9 +376,11 @@ fn other_tools(c: &mut Criterion) {
         revision.get()
     };
     w.native(Mode::Write, |p| tools::write_file(p, write(0, "plan.md")));
-    w.component(Mode::Write, |t, s| {
-        t.call_write_file(s, &host_write(0, "plan.md"))
-    });
+    w.component::<_, host_api::WriteFileResult>(
+        Mode::Write,
+        "write-file",
+        (&host_write(0, "plan.md"),),
+    );
     w.service(
         "write_file",
         json!({ "agent_id": "bench", "path": "plan.md", "content": document(0) }),
@@ -387,7 +396,7 @@ fn other_tools(c: &mut Criterion) {
         },
         || {
             let req = host_write(next(), "plan.md");
-            w.component(Mode::Write, |t, s| t.call_write_file(s, &req));
+            w.component::<_, host_api::WriteFileResult>(Mode::Write, "write-file", (&req,));
         },
         || {
             w.service(
@@ -425,9 +434,11 @@ fn other_tools(c: &mut Criterion) {
         })
         .version;
     let component_v = w
-        .component(Mode::Write, |t, s| {
-            t.call_write_file(s, &host_write(next(), "plan.md"))
-        })
+        .component::<_, host_api::WriteFileResult>(
+            Mode::Write,
+            "write-file",
+            (&host_write(next(), "plan.md"),),
+        )
         .version;
     let service_v = w.service(
         "write_file",
@@ -442,7 +453,7 @@ fn other_tools(c: &mut Criterion) {
         },
         || {
             let req = host_read(since(component_v));
-            black_box(w.component(Mode::Read, |t, s| t.call_read_file(s, &req)));
+            black_box(w.component::<_, host_api::ReadFileResult>(Mode::Read, "read-file", (&req,)));
         },
         || {
             black_box(w.service("read_file", json!({ "agent_id": "bench", "path": "plan.md", "since_version": since(service_v) })));
@@ -470,10 +481,16 @@ fn other_tools(c: &mut Criterion) {
             w.native(Mode::Write, |p| tools::delete_file(p, delete()));
         },
         || {
-            w.component(Mode::Write, |t, s| {
-                t.call_write_file(s, &host_write(next(), "scratch"))
-            });
-            w.component(Mode::Write, |t, s| t.call_delete_file(s, &host_delete));
+            w.component::<_, host_api::WriteFileResult>(
+                Mode::Write,
+                "write-file",
+                (&host_write(next(), "scratch"),),
+            );
+            w.component::<_, host_api::DeleteFileResult>(
+                Mode::Write,
+                "delete-file",
+                (&host_delete,),
+            );
         },
         || {
             w.service(
@@ -495,7 +512,11 @@ fn other_tools(c: &mut Criterion) {
             black_box(w.native(Mode::Read, |p| tools::get_usage_stats(p, "bench")));
         },
         || {
-            black_box(w.component(Mode::Read, |t, s| t.call_get_usage_stats(s, "bench")));
+            black_box(w.component::<_, host_api::UsageStats>(
+                Mode::Read,
+                "get-usage-stats",
+                ("bench",),
+            ));
         },
         || {
             black_box(w.service("get_usage_stats", json!({ "agent_id": "bench" })));
@@ -521,7 +542,11 @@ fn other_tools(c: &mut Criterion) {
             }));
         },
         || {
-            black_box(w.component(Mode::Read, |t, s| t.call_summarize_file(s, &host_summarize)));
+            black_box(w.component::<_, host_api::SummarizeFileResult>(
+                Mode::Read,
+                "summarize-file",
+                (&host_summarize,),
+            ));
         },
         || {
             black_box(w.service(

@@ -8,14 +8,14 @@
 pub mod report;
 
 use scratchpad_guest::limits::NO_OVERRIDES;
-use scratchpad_mcp::bindings::{ToolError as HostToolError, Tools};
+use scratchpad_mcp::bindings::ToolError as HostToolError;
 use scratchpad_mcp::guard::Guard;
-use scratchpad_mcp::imports::CallState;
 use scratchpad_mcp::sandbox::Sandbox;
 use scratchpad_mcp::sequence::run_in;
 use scratchpad_mcp::storage::{Backend, Mode};
 use scratchpad_mcp::summariser::SummaryModel;
 use std::sync::Arc;
+use wasmtime::component::{ComponentNamedList, ComponentType, Lift, Lower};
 
 /// A 50-line working document of about 2.7 KB; `revision` changes one line.
 pub fn document(revision: usize) -> String {
@@ -32,23 +32,38 @@ pub fn document(revision: usize) -> String {
         .collect()
 }
 
+/// The `tools` export, as the component names it.
+const TOOLS: &str = "scratchpad:mcp/tools@0.1.0";
+
 /// Runs one call through the component as the service does, minus the JSON: the service's
-/// call sequence ([`run_in`]) in the tool's mode, then commit.
-pub fn component_call<R>(
+/// call sequence ([`run_in`]) in the tool's mode, a fresh instance in which only the called
+/// function is looked up (as the service looks up only `json.call`), then commit.
+/// `function` is the WIT name (`write-file`), `params` its arguments as a tuple.
+pub fn component_call<P, R>(
     sandbox: &Sandbox,
     backend: &dyn Backend,
     model: &Arc<dyn SummaryModel>,
     mode: Mode,
     agent: &str,
-    call: impl FnOnce(
-        &Tools,
-        &mut wasmtime::Store<CallState>,
-    ) -> wasmtime::Result<Result<R, HostToolError>>,
-) -> R {
+    function: &str,
+    params: P,
+) -> R
+where
+    P: ComponentNamedList + Lower,
+    R: ComponentType + Lift + 'static,
+{
     let txn = backend.begin(mode, NO_OVERRIDES).expect("begin");
     let ran = run_in(txn, agent, model, |state| {
         sandbox.run(state, |instance, store| {
-            call(instance.scratchpad_mcp_tools(), store)
+            let tools = instance
+                .get_export_index(&mut *store, None, TOOLS)
+                .expect("the component exports the tools");
+            let index = instance
+                .get_export_index(&mut *store, Some(&tools), function)
+                .unwrap_or_else(|| panic!("no tool function {function}"));
+            let func =
+                instance.get_typed_func::<P, (Result<R, HostToolError>,)>(&mut *store, &index)?;
+            Ok(func.call(&mut *store, params)?.0)
         })
     });
     let ran = ran.expect("a benchmark's calls never conflict: one caller, one process");

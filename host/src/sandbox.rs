@@ -13,8 +13,8 @@
 //! of the unmapped pages. A call takes a slot before it instantiates and waits while all are
 //! taken.
 
-use crate::bindings::exports::scratchpad::mcp::json;
 use crate::bindings::{Scratchpad, ScratchpadPre};
+use crate::bindings::exports::scratchpad::mcp::json;
 use crate::bounds::{CallBounds, MEMORY_LIMIT, TABLE_LIMIT};
 use crate::imports::CallState;
 use sha2::{Digest, Sha256};
@@ -100,7 +100,8 @@ impl SandboxError {
 pub struct Sandbox {
     /// One engine for the process: compiled code and the epoch clock are shared by every call.
     engine: Engine,
-    /// The component linked once; each call only instantiates it.
+    /// The component linked once, and every export type-checked against the WIT once (a
+    /// component that does not fit is refused at start); each call only instantiates it.
     pre: ScratchpadPre<CallState>,
     /// Where the `json` export's functions are, found once: a call through it looks up
     /// and type-checks those two, not every export of the world (a fifth of an instance's
@@ -149,25 +150,9 @@ impl Sandbox {
         })
     }
 
-    /// Runs one call against a fresh instance. Returns the call's state back with the
-    /// result, so the caller can commit or roll back its transaction.
-    pub fn run<R>(
-        &self,
-        state: CallState,
-        call: impl FnOnce(&Scratchpad, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> (Result<R, SandboxError>, CallState) {
-        let _slot = self.slots.take();
-        let mut store = self.store(state);
-        let result = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|instance| call(&instance, &mut store));
-        finish(store, result)
-    }
-
     /// Calls `tool` with JSON `arguments` through the `json` export of a fresh instance, as
-    /// the service does: the same as [`Sandbox::run`] with that export's `call`, without
-    /// looking up the others.
+    /// the service does: only that export's functions are looked up in it (the generated
+    /// bindings' own instantiation would look up and type-check every export of the world).
     pub fn call_json(
         &self,
         state: CallState,
@@ -177,16 +162,17 @@ impl Sandbox {
         Result<Result<String, json::CallError>, SandboxError>,
         CallState,
     ) {
-        self.run_dynamic(state, |instance, store| {
+        self.run(state, |instance, store| {
             self.json
                 .load(&mut *store, instance)?
                 .call_call(store, tool, arguments)
         })
     }
 
-    /// [`Sandbox::run`] with the untyped instance, for callers that work from the component's own
-    /// types (the conformance runner, which reads calls from data files).
-    pub fn run_dynamic<R>(
+    /// Runs `call` against a fresh instance, which looks up what it calls (the conformance
+    /// runner works from the component's own types, read from data files). Returns the call's
+    /// state back with the result, so the caller can commit or roll back its transaction.
+    pub fn run<R>(
         &self,
         state: CallState,
         call: impl FnOnce(&Instance, &mut Store<CallState>) -> wasmtime::Result<R>,

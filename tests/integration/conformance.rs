@@ -176,7 +176,7 @@ fn call(
         configured: group["summariser"] != "not-configured",
     });
     let ran = run_in(txn, &agent, &model, |state| {
-        sandbox.run_dynamic(state, |instance, store| {
+        sandbox.run(state, |instance, store| {
             let tools = instance
                 .get_export_index(&mut *store, None, TOOLS)
                 .expect("the tools interface");
