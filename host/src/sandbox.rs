@@ -13,8 +13,8 @@
 //! of the unmapped pages. A call takes a slot before it instantiates and waits while all are
 //! taken.
 
-use crate::bindings::{Scratchpad, ScratchpadPre};
 use crate::bindings::exports::scratchpad::mcp::json;
+use crate::bindings::{Scratchpad, ScratchpadPre};
 use crate::bounds::{CallBounds, MEMORY_LIMIT, TABLE_LIMIT};
 use crate::imports::CallState;
 use sha2::{Digest, Sha256};
