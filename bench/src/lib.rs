@@ -10,7 +10,7 @@ pub mod report;
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_mcp::bindings::ToolError as HostToolError;
 use scratchpad_mcp::guard::Guard;
-use scratchpad_mcp::sandbox::Sandbox;
+use scratchpad_mcp::sandbox::{Sandbox, tool_function};
 use scratchpad_mcp::sequence::run_in;
 use scratchpad_mcp::storage::{Backend, Mode};
 use scratchpad_mcp::summariser::SummaryModel;
@@ -32,9 +32,6 @@ pub fn document(revision: usize) -> String {
         .collect()
 }
 
-/// The `tools` export, as the component names it.
-const TOOLS: &str = "scratchpad:mcp/tools@0.1.0";
-
 /// Runs one call through the component as the service does, minus the JSON: the service's
 /// call sequence ([`run_in`]) in the tool's mode, a fresh instance in which only the called
 /// function is looked up (as the service looks up only `json.call`), then commit.
@@ -55,11 +52,7 @@ where
     let txn = backend.begin(mode, NO_OVERRIDES).expect("begin");
     let ran = run_in(txn, agent, model, |state| {
         sandbox.run(state, |instance, store| {
-            let tools = instance
-                .get_export_index(&mut *store, None, TOOLS)
-                .expect("the component exports the tools");
-            let index = instance
-                .get_export_index(&mut *store, Some(&tools), function)
+            let index = tool_function(instance, store, function)
                 .unwrap_or_else(|| panic!("no tool function {function}"));
             let func =
                 instance.get_typed_func::<P, (Result<R, HostToolError>,)>(&mut *store, &index)?;

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Instance, Linker};
+use wasmtime::component::{Component, ComponentExportIndex, HasSelf, Instance, Linker};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
     UpdateDeadline,
@@ -201,6 +201,18 @@ impl Sandbox {
         });
         store
     }
+}
+
+/// Where the `tools` interface's function `name` (its WIT name, such as `write-file`) is in
+/// `instance`: for callers that call one tool by name (the benchmarks, the conformance
+/// runner), looking up nothing else.
+pub fn tool_function(
+    instance: &Instance,
+    store: &mut Store<CallState>,
+    name: &str,
+) -> Option<ComponentExportIndex> {
+    let tools = instance.get_export_index(&mut *store, None, "scratchpad:mcp/tools@0.1.0")?;
+    instance.get_export_index(store, Some(&tools), name)
 }
 
 /// The engine, with epoch interruption and pooled instances: pages kept resident where the

@@ -9,7 +9,7 @@
 use crate::common::TestDatabase;
 use scratchpad_guest::json::ToolName;
 use scratchpad_mcp::bindings::{LimitOverrides, SummariserError, SummaryRequest};
-use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox};
+use scratchpad_mcp::sandbox::{GUEST_COMPONENT, Sandbox, tool_function};
 use scratchpad_mcp::sequence::{mode_of, run_in};
 use scratchpad_mcp::storage::{Backend, Postgres, Sqlite};
 use scratchpad_mcp::summariser::SummaryModel;
@@ -17,8 +17,6 @@ use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use wasmtime::component::{Type, Val};
-
-const TOOLS: &str = "scratchpad:mcp/tools@0.1.0";
 
 /// The cases' summariser: one fixed answer, or "not configured" in the groups that say so.
 struct Fixed {
@@ -177,12 +175,8 @@ fn call(
     });
     let ran = run_in(txn, &agent, &model, |state| {
         sandbox.run(state, |instance, store| {
-            let tools = instance
-                .get_export_index(&mut *store, None, TOOLS)
-                .expect("the tools interface");
-            let index = instance
-                .get_export_index(&mut *store, Some(&tools), name)
-                .unwrap_or_else(|| panic!("no tool {name}"));
+            let index =
+                tool_function(instance, store, name).unwrap_or_else(|| panic!("no tool {name}"));
             let func = instance.get_func(&mut *store, index).expect("a function");
             let params: Vec<Val> = func
                 .ty(&*store)
