@@ -10,6 +10,7 @@ use crate::storage::check::{
     AgentStats, CHANGED_CONTENT, CONTENT_HASHES, COUNTS, Counts, IndexAt, STATS, Verification,
     hash_mismatch, report, run_checks,
 };
+use tokio_postgres::Row;
 
 /// Connects, then runs `look` in a read-only snapshot.
 fn in_snapshot<T>(
@@ -25,26 +26,28 @@ fn in_snapshot<T>(
     found
 }
 
+/// The one row a query of aggregates answers.
+fn one_row(tx: &mut Conn, sql: &str) -> Result<Row, StoreError> {
+    tx.query_once(sql)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::Database("an aggregate query answered no row".into()))
+}
+
 /// Verifies the database at `url` without changing it.
 pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
     in_snapshot(url, |tx| {
-        let has_schema =
-            tx.query_once("SELECT to_regclass('scratchpad_migrations') IS NOT NULL")?;
-        if !has_schema
-            .first()
-            .map(|r| col::<bool>(r, 0))
-            .transpose()?
-            .unwrap_or(false)
-        {
+        let schema = one_row(
+            tx,
+            "SELECT to_regclass('scratchpad_migrations') IS NOT NULL",
+        )?;
+        if !col::<bool>(&schema, 0)? {
             return Err(StoreError::Database(
                 "the database holds no scratchpad-mcp schema".into(),
             ));
         }
-        let rows = tx.query_once("SELECT max(version) FROM scratchpad_migrations")?;
-        let row = rows
-            .first()
-            .ok_or_else(|| StoreError::Database("no schema version".into()))?;
-        let schema_version = col::<Option<i32>>(row, 0)?.map_or(0, i64::from);
+        let row = one_row(tx, "SELECT max(version) FROM scratchpad_migrations")?;
+        let schema_version = col::<Option<i32>>(&row, 0)?.map_or(0, i64::from);
         let mut problems = Vec::new();
         if schema_version != i64::from(super::migrations::latest()) {
             problems.push(format!(
@@ -86,11 +89,8 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
             }
         }
         report(&mut problems, CHANGED_CONTENT, changed);
-        let rows = tx.query_once(COUNTS)?;
-        let row = rows
-            .first()
-            .ok_or_else(|| StoreError::Database("no counts".into()))?;
-        let counts = Counts::from_row(|i| col::<i64>(row, i).map(to_u64))?;
+        let row = one_row(tx, COUNTS)?;
+        let counts = Counts::from_row(|i| col::<i64>(&row, i).map(to_u64))?;
         Ok(Verification {
             schema_version,
             counts,

@@ -11,7 +11,8 @@ use super::{BUSY_TIMEOUT, Conn, STATEMENT_TIMEOUT};
 use crate::storage::StoreError;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
-use tokio_postgres::NoTls;
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, NoTls, Socket};
 
 /// Connections one instance opens at most.
 pub const MAX_CONNECTIONS: usize = 16;
@@ -27,7 +28,7 @@ struct State {
 /// The connections of one [`super::Postgres`].
 pub struct Pool {
     /// How to open another connection.
-    config: tokio_postgres::Config,
+    config: Config,
     /// Plain or verified TLS, as the URL asked.
     connector: Connector,
     /// Idle connections and how many are open, shared by every call.
@@ -38,7 +39,7 @@ pub struct Pool {
 
 impl Pool {
     /// A pool that connects with `config` and `connector` when it needs to.
-    pub fn new(config: tokio_postgres::Config, connector: Connector) -> Self {
+    pub fn new(config: Config, connector: Connector) -> Self {
         Self {
             config,
             connector,
@@ -100,19 +101,11 @@ impl Pool {
         let client = runtime
             .block_on(async {
                 match &self.connector {
-                    Connector::Plain => {
-                        let (client, connection) = self.config.connect(NoTls).await?;
-                        tokio::spawn(connection);
-                        Ok(client)
-                    }
-                    Connector::Tls(tls) => {
-                        let (client, connection) = self.config.connect(tls.clone()).await?;
-                        tokio::spawn(connection);
-                        Ok(client)
-                    }
+                    Connector::Plain => connect_with(&self.config, NoTls).await,
+                    Connector::Tls(tls) => connect_with(&self.config, tls.clone()).await,
                 }
             })
-            .map_err(|e: tokio_postgres::Error| unreachable(&e))?;
+            .map_err(|e| unreachable(&e))?;
         let mut conn = Conn::new(runtime, client);
         // Every wait for a lock (an agent's, a counters row) ends in "busy", not a hang, and
         // no statement runs longer than a tool call could ever need.
@@ -149,6 +142,17 @@ impl Drop for Pool {
     fn drop(&mut self) {
         close(std::mem::take(&mut self.state().idle));
     }
+}
+
+/// Connects with `tls`, and spawns the connection's task on the runtime this runs on.
+async fn connect_with<T>(config: &Config, tls: T) -> Result<Client, tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, connection) = config.connect(tls).await?;
+    tokio::spawn(connection);
+    Ok(client)
 }
 
 /// Closes connections. Each owns a small runtime, which must not be dropped inside an async

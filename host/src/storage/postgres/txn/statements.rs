@@ -34,9 +34,9 @@ impl PgTxn {
         let writing = self.mode == Mode::Write;
         let conn = self.conn_for(agent)?;
         // A write call looks at a file before it stores a version, and checks the agent's
-        // quota next: its counters come in the same round trip.
-        // A read call looks at a file to read its current version, whole or as the newer
-        // side of a diff: that content comes in the same round trip, up to a size.
+        // quota next: its counters come in the same round trip. A read call looks at a file
+        // to read its current version, whole or as the newer side of a diff: that content
+        // comes in the same round trip, up to a size.
         let rows = if writing {
             let (rows, usage) = conn.query_both(stat, (USAGE, &[&agent]))?;
             self.usage_ahead = Some(usage_of(usage.first())?);
@@ -51,10 +51,12 @@ impl PgTxn {
                     &[&agent, &path, &CURRENT_AHEAD_BYTES],
                 ),
             )?;
-            self.current_ahead = match current.first() {
-                Some(r) => Some((path.to_owned(), to_u64(col(r, 0)?), text(col(r, 1)?)?)),
-                None => None,
-            };
+            self.current_ahead = current
+                .first()
+                .map(|r| {
+                    Ok::<_, StoreError>((path.to_owned(), to_u64(col(r, 0)?), text(col(r, 1)?)?))
+                })
+                .transpose()?;
             rows
         };
         let Some(first) = rows.first() else {
