@@ -1,12 +1,18 @@
 //! The stdio floor: what an MCP server over stdio costs when its tools do nothing but the
-//! bare SQLite statements, so that `e2e` can print the server's per-call figures beside it.
+//! bare statements, so that `e2e` can print the server's per-call figures beside it.
 //!
-//! The same rmcp server skeleton as the real server (stdio, the blocking pool for SQLite),
-//! with two tools named like the real ones: `write_file` is one insert in a transaction of
-//! its own at `synchronous = FULL` (one sync a write, as durable as the server's writes),
-//! `read_file` one select of the newest content. No sandbox, no rules, no counters, no diff.
+//! The same rmcp server skeleton as the real server, with two tools named like the real ones:
+//! `write_file` is one insert in a transaction of its own (as durable as the server's
+//! writes), `read_file` one select of the newest content. No sandbox, no rules, no counters,
+//! no diff.
 //!
-//! `floor --db FILE`; `e2e` starts it.
+//! On SQLite (`floor --db FILE`) the statements run on the blocking pool, as the server's do,
+//! at `synchronous = FULL`: one sync a write. On PostgreSQL (`floor --database URL`, no TLS)
+//! each is one prepared statement in one round trip on one connection, at the server's
+//! default durability (a commit returns once its WAL is flushed). The server's write needs
+//! two round trips (it reads the file before it decides what to store), so the PostgreSQL
+//! floor is the least a write there can cost, not what this design can reach. The floor's
+//! table is its own, made at start and dropped when the floor ends. `e2e` starts it.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -17,11 +23,18 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use rusqlite::{Connection, params};
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
+use tokio_postgres::{Client, NoTls, Statement};
 
 /// The floor server: one connection, the statements, nothing else.
-struct Floor {
+enum Floor {
     /// The only connection; the blocking pool's calls take turns on it.
-    db: Arc<Mutex<Connection>>,
+    Sqlite(Arc<Mutex<Connection>>),
+    /// The only connection, and its two statements, prepared at start.
+    Postgres {
+        client: Arc<Client>,
+        write: Statement,
+        read: Statement,
+    },
 }
 
 /// The two tools, with the arguments the real ones take for the same calls.
@@ -36,9 +49,14 @@ fn tools() -> Vec<Tool> {
     vec![tool("write_file"), tool("read_file")]
 }
 
-/// Runs one tool's statement.
+/// The string argument `key` of a call, or "".
+fn text<'a>(args: &'a Map<String, Value>, key: &str) -> &'a str {
+    args.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Runs one tool's statement on SQLite.
 fn run(db: &Connection, tool: &str, args: &Map<String, Value>) -> rusqlite::Result<Value> {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
+    let text = |k: &str| text(args, k);
     let (agent, path) = (text("agent_id"), text("path"));
     match tool {
         "write_file" => {
@@ -64,6 +82,28 @@ fn run(db: &Connection, tool: &str, args: &Map<String, Value>) -> rusqlite::Resu
     }
 }
 
+/// Runs one tool's statement on PostgreSQL, in one round trip.
+async fn run_postgres(
+    client: &Client,
+    (write, read): (&Statement, &Statement),
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Result<Value, tokio_postgres::Error> {
+    let (agent, path) = (text(args, "agent_id"), text(args, "path"));
+    if tool == "write_file" {
+        let row = client
+            .query_one(write, &[&agent, &path, &text(args, "content")])
+            .await?;
+        return Ok(json!({ "path": path, "version": row.get::<_, i64>(0) }));
+    }
+    let row = client.query_one(read, &[&agent, &path]).await?;
+    Ok(json!({
+        "path": path,
+        "current_version": row.get::<_, i64>(0),
+        "content": row.get::<_, String>(1),
+    }))
+}
+
 impl ServerHandler for Floor {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -83,15 +123,26 @@ impl ServerHandler for Floor {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let db = Arc::clone(&self.db);
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let answer = tokio::task::spawn_blocking(move || {
-            let db = db.lock().unwrap_or_else(|p| p.into_inner());
-            run(&db, &name, &args)
-        })
-        .await
-        .map_err(|_| McpError::internal_error("the call was abandoned", None))?;
+        let answer = match self {
+            Self::Sqlite(db) => {
+                let db = Arc::clone(db);
+                tokio::task::spawn_blocking(move || {
+                    let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                    run(&db, &name, &args).map_err(|e| e.to_string())
+                })
+                .await
+                .map_err(|_| McpError::internal_error("the call was abandoned", None))?
+            }
+            Self::Postgres {
+                client,
+                write,
+                read,
+            } => run_postgres(client, (write, read), &name, &args)
+                .await
+                .map_err(|e| e.to_string()),
+        };
         Ok(match answer {
             Ok(value) => CallToolResult::structured(value).into(),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into(),
@@ -99,26 +150,79 @@ impl ServerHandler for Floor {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let db = match args.iter().position(|a| a == "--db") {
-        Some(i) if i + 1 < args.len() => args[i + 1].clone(),
-        _ => return Err("usage: floor --db FILE".into()),
-    };
-    let conn = Connection::open(db)?;
+/// The floor's own table on PostgreSQL: named for this process, so that runs never meet.
+fn postgres_table() -> String {
+    format!("scratchpad_bench_floor_{}", std::process::id())
+}
+
+/// The floor on the database at `url`: its table made, its statements prepared.
+async fn postgres(url: &str) -> Result<Floor, tokio_postgres::Error> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+    tokio::spawn(connection);
+    let table = postgres_table();
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (agent text, path text, version bigint, content text,
+                                   PRIMARY KEY (agent, path, version))"
+        ))
+        .await?;
+    let write = client
+        .prepare(&format!(
+            "INSERT INTO {table} (agent, path, version, content)
+             SELECT $1, $2, coalesce(max(version), 0) + 1, $3 FROM {table}
+             WHERE agent = $1 AND path = $2
+             RETURNING version"
+        ))
+        .await?;
+    let read = client
+        .prepare(&format!(
+            "SELECT version, content FROM {table} WHERE agent = $1 AND path = $2
+             ORDER BY version DESC LIMIT 1"
+        ))
+        .await?;
+    Ok(Floor::Postgres {
+        client: Arc::new(client),
+        write,
+        read,
+    })
+}
+
+/// The floor on the SQLite file at `path`.
+fn sqlite(path: &str) -> rusqlite::Result<Floor> {
+    let conn = Connection::open(path)?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
          CREATE TABLE IF NOT EXISTS docs (agent TEXT, path TEXT, version INTEGER, content TEXT,
                                           PRIMARY KEY (agent, path, version));",
     )?;
-    let floor = Floor {
-        db: Arc::new(Mutex::new(conn)),
+    Ok(Floor::Sqlite(Arc::new(Mutex::new(conn))))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        let i = args.iter().position(|a| a == flag)?;
+        args.get(i + 1).cloned()
     };
-    floor
+    let floor = match (value("--db"), value("--database")) {
+        (Some(file), None) => sqlite(&file)?,
+        (None, Some(url)) => postgres(&url).await?,
+        _ => return Err("usage: floor --db FILE | floor --database URL".into()),
+    };
+    let postgres = match &floor {
+        Floor::Postgres { client, .. } => Some(Arc::clone(client)),
+        Floor::Sqlite(_) => None,
+    };
+    let ended = floor
         .serve(rmcp::transport::stdio_pipes())
         .await?
         .waiting()
-        .await?;
+        .await;
+    if let Some(client) = postgres {
+        let table = postgres_table();
+        client.batch_execute(&format!("DROP TABLE {table}")).await?;
+    }
+    ended?;
     Ok(())
 }
