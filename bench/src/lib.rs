@@ -5,6 +5,7 @@
 //! The native path does what `Service::call` does minus the sandbox and the JSON: begin the
 //! call's transaction, run the same tool function over the same guard, commit.
 
+pub mod database;
 pub mod report;
 
 use scratchpad_guest::limits::NO_OVERRIDES;

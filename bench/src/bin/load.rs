@@ -9,7 +9,8 @@
 //! (`bench/shim/slow_fsync.c`, compiled here and preloaded into the server; left out, saying
 //! why, without a C compiler). That is the case group commit is for: each write still waits
 //! for a sync of its own commit, but writes that commit while one sync runs share the next.
-//! With `SCRATCHPAD_TEST_POSTGRES` set, the same levels run on PostgreSQL (its own disk).
+//! With `SCRATCHPAD_TEST_POSTGRES` set, the same levels run on PostgreSQL (its own disk), on
+//! a database of the run's own ([`scratchpad_bench::database`]).
 //!
 //! `cargo run --release -p scratchpad-bench --bin load [-- --quick]`, after `cargo build
 //! --release`; `SCRATCHPAD_BIN` names another server binary.
@@ -17,6 +18,7 @@
 // A report: its table goes to stdout.
 #![allow(clippy::print_stdout)]
 
+use scratchpad_bench::database::Database;
 use scratchpad_bench::document;
 use scratchpad_bench::report::{Run, memory_mib, ms, row};
 use serde_json::{Value, json};
@@ -320,10 +322,14 @@ fn main() {
         }),
         Err(why) => row("hosted mode on SQLite under load", "left out".into(), why),
     }
-    if let Ok(url) = std::env::var("SCRATCHPAD_TEST_POSTGRES") {
+    // Made before the levels run and dropped after them all.
+    let postgres = std::env::var("SCRATCHPAD_TEST_POSTGRES")
+        .ok()
+        .map(|admin| Database::fresh(&admin));
+    if let Some(database) = &postgres {
         setups.push(Setup {
-            name: "PostgreSQL (loopback)".into(),
-            database: Some(url),
+            name: format!("PostgreSQL (loopback, {})", database.note()),
+            database: Some(database.url.clone()),
             preload: None,
         });
     }
