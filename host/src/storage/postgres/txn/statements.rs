@@ -433,33 +433,36 @@ impl PgTxn {
         let Some(query) = search::query(agent, terms, match_all)? else {
             return Ok(Vec::new());
         };
-        self.conn_for(agent)?
-            .query(
-                "SELECT path, is_log, ref FROM search_docs
+        let conn = self.conn_for(agent)?;
+        // The connection's statements never use bitmap scans (see `Pool::connect`), but the
+        // GIN index can only be read by one: for this transaction they may, again.
+        conn.defer_batch("SET LOCAL enable_bitmapscan = on".into());
+        conn.query(
+            "SELECT path, is_log, ref FROM search_docs
                  WHERE agent_id = $1 AND doc @@ $2::text::tsquery AND starts_with(path, $3)
                  ORDER BY ts_rank(doc, $2::text::tsquery) DESC, path, is_log, ref
                  LIMIT $4 OFFSET $5",
-                &[
-                    &agent,
-                    &query,
-                    &prefix,
-                    &i64::from(limit),
-                    &i64::from(offset),
-                ],
-            )?
-            .iter()
-            .map(|r| {
-                let reference = to_u64(col(r, 2)?);
-                Ok(SearchMatch {
-                    path: col(r, 0)?,
-                    at: if col(r, 1)? {
-                        MatchRef::LogEntry(reference)
-                    } else {
-                        MatchRef::File(reference)
-                    },
-                })
+            &[
+                &agent,
+                &query,
+                &prefix,
+                &i64::from(limit),
+                &i64::from(offset),
+            ],
+        )?
+        .iter()
+        .map(|r| {
+            let reference = to_u64(col(r, 2)?);
+            Ok(SearchMatch {
+                path: col(r, 0)?,
+                at: if col(r, 1)? {
+                    MatchRef::LogEntry(reference)
+                } else {
+                    MatchRef::File(reference)
+                },
             })
-            .collect()
+        })
+        .collect()
     }
 }
 
