@@ -56,8 +56,7 @@ fn text<'a>(args: &'a Map<String, Value>, key: &str) -> &'a str {
 
 /// Runs one tool's statement on SQLite.
 fn run(db: &Connection, tool: &str, args: &Map<String, Value>) -> rusqlite::Result<Value> {
-    let text = |k: &str| text(args, k);
-    let (agent, path) = (text("agent_id"), text("path"));
+    let (agent, path) = (text(args, "agent_id"), text(args, "path"));
     match tool {
         "write_file" => {
             let version: i64 = db.query_row(
@@ -65,7 +64,7 @@ fn run(db: &Connection, tool: &str, args: &Map<String, Value>) -> rusqlite::Resu
                  SELECT ?1, ?2, coalesce(max(version), 0) + 1, ?3 FROM docs
                  WHERE agent = ?1 AND path = ?2
                  RETURNING version",
-                params![agent, path, text("content")],
+                params![agent, path, text(args, "content")],
                 |r| r.get(0),
             )?;
             Ok(json!({ "path": path, "version": version }))
