@@ -696,6 +696,45 @@ fn a_statement_sent_with_the_commit_that_fails_fails_the_whole_call() {
     assert_sound(&s);
 }
 
+/// A call is one operation however it ends up counted: a write that stores a version counts
+/// itself in that version's statement (its commit then adds nothing), one that stores
+/// nothing (the same content again) at its commit, and a failed one not at all.
+#[test]
+fn every_call_counts_one_operation_whichever_statement_counts_it() {
+    let Some(s) = scratch() else { return };
+    let operations = || -> i64 {
+        s.pg()
+            .query_one(
+                "SELECT total_operations FROM agents WHERE agent_id = 'a'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    s.write("a", "f", "version 1");
+    let first = operations();
+    assert_eq!(first, 1, "a first write, which made the agent's row");
+    for i in 2..=15 {
+        s.write("a", "f", &format!("version {i}"));
+    }
+    assert_eq!(
+        operations(),
+        15,
+        "writes that stored versions, the later ones pruning"
+    );
+    assert_eq!(s.write("a", "f", "version 15")["unchanged"], true);
+    assert_eq!(operations(), 16, "a write that stored nothing");
+    s.call(
+        "write_file",
+        json!({ "agent_id": "a", "path": "../f", "content": "x" }),
+    )
+    .unwrap_err();
+    assert_eq!(operations(), 16, "a failed write");
+    s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(operations(), 17, "a read");
+    assert_sound(&s);
+}
+
 #[test]
 fn a_burst_of_callers_shares_a_bounded_set_of_connections() {
     let Some(s) = scratch() else { return };

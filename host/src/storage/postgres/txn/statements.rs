@@ -106,10 +106,11 @@ impl PgTxn {
     ) -> Result<(), StoreError> {
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
         // One statement for the whole write: the file's row, the version, the file's search
-        // document replaced, and the agent's counters. `was` is the file's row as it stood
-        // before the statement (a file that exists now gains no count); every part sees that
-        // same snapshot, so the old document's delete cannot see the new one. It answers
-        // nothing, so it goes with the call's next statement or its commit.
+        // document replaced, and the agent's counters, the call's operation among them (the
+        // first version a call stores counts it, so its commit need not). `was` is the file's
+        // row as it stood before the statement (a file that exists now gains no count); every
+        // part sees that same snapshot, so the old document's delete cannot see the new one.
+        // It answers nothing, so it goes with the call's next statement or its commit.
         let params: Vec<Owned> = vec![
             Box::new(agent.to_owned()),
             Box::new(path.to_owned()),
@@ -118,7 +119,9 @@ impl PgTxn {
             Box::new(content.as_bytes().to_vec()),
             Box::new(content_hash(content)),
             Box::new(search::lexemes(agent, content)),
+            Box::new(i64::from(!self.counted)),
         ];
+        self.counted = true;
         self.conn_for(agent)?.defer(
             "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
              file AS (
@@ -137,10 +140,11 @@ impl PgTxn {
                  VALUES ($1, $2, false, $3, array_to_tsvector($7::text[])))
              INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
              VALUES ($1, $4, CASE WHEN EXISTS (SELECT 1 FROM was WHERE current_version IS NOT NULL)
-                                  THEN 0 ELSE 1 END, 0, 0)
+                                  THEN 0 ELSE 1 END, 0, $8)
              ON CONFLICT (agent_id) DO UPDATE SET
                total_bytes = agents.total_bytes + excluded.total_bytes,
-               file_count = agents.file_count + excluded.file_count",
+               file_count = agents.file_count + excluded.file_count,
+               total_operations = agents.total_operations + excluded.total_operations",
             params,
         )
     }
