@@ -696,9 +696,10 @@ fn a_statement_sent_with_the_commit_that_fails_fails_the_whole_call() {
     assert_sound(&s);
 }
 
-/// A call is one operation however it ends up counted: a write that stores a version counts
-/// itself in that version's statement (its commit then adds nothing), one that stores
-/// nothing (the same content again) at its commit, and a failed one not at all.
+/// A call is one operation however it ends up counted: a call that changes its agent's
+/// counters (a version stored, a log entry appended, a file deleted) counts itself in that
+/// same statement, and its commit adds nothing; one that changes none (the same content
+/// again, a read, a delete of nothing) counts at its commit; a failed one not at all.
 #[test]
 fn every_call_counts_one_operation_whichever_statement_counts_it() {
     let Some(s) = scratch() else { return };
@@ -732,6 +733,22 @@ fn every_call_counts_one_operation_whichever_statement_counts_it() {
     assert_eq!(operations(), 16, "a failed write");
     s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
     assert_eq!(operations(), 17, "a read");
+    for i in 1..=3 {
+        s.ok(
+            "append_log",
+            json!({ "agent_id": "a", "path": "log", "entry": format!("entry {i}") }),
+        );
+    }
+    assert_eq!(operations(), 20, "appends");
+    s.ok("delete_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(operations(), 21, "a delete");
+    let again = s.ok("delete_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(again["deleted"], false);
+    assert_eq!(
+        operations(),
+        22,
+        "a delete of nothing, counted at its commit"
+    );
     assert_sound(&s);
 }
 

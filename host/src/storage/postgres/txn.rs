@@ -84,10 +84,10 @@ struct PgTxn {
     /// read with that look: a read since a version reads it next but one. Good for the
     /// call's snapshot, so kept until used or until the call gives its connection back.
     current_ahead: Option<(String, u64, String)>,
-    /// Whether a statement of the call already counts its operation (a version stored
-    /// does, in the same update of the agent's row), so that the commit does not count it
-    /// again: a second update of that row in the same transaction cost a write about 0.09
-    /// ms on loopback.
+    /// Whether a statement of the call already counts its operation (any that changes the
+    /// agent's counters, a version stored or a log entry appended, does it in that same
+    /// update of the agent's row), so that the commit does not count it again: a second
+    /// update of that row in the same transaction cost a write about 0.09 ms on loopback.
     counted: bool,
     /// The pool the call's connections come from and go back to.
     pool: Arc<Pool>,
@@ -160,18 +160,20 @@ impl PgTxn {
         .transpose()
     }
 
-    /// Adds `change` to an agent's counters (creating its row on first use), sent with the
-    /// call's next statement. Its `changes` are SQLite's: a write call here holds its
-    /// agent's lock from its first read, so nothing needs the generation.
-    fn bump(conn: &mut Conn, agent: &str, change: Tally) -> Result<(), StoreError> {
+    /// Adds `change` to an agent's counters (creating its row on first use), and the call's
+    /// operation if no statement of the call has counted it yet; sent with the call's next
+    /// statement. Its `changes` are SQLite's: a write call here holds its agent's lock from
+    /// its first read, so nothing needs the generation.
+    fn bump(&mut self, agent: &str, change: Tally) -> Result<(), StoreError> {
         let Tally {
             bytes,
             files,
             log_entries: entries,
-            operations: ops,
+            operations,
             changes: _,
         } = change;
-        conn.defer(
+        let ops = operations + self.operation_here();
+        self.conn_for(agent)?.defer(
             "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (agent_id) DO UPDATE SET
@@ -186,6 +188,13 @@ impl PgTxn {
                 Box::new(ops),
             ],
         )
+    }
+
+    /// The call's operation, for a statement about to change its agent's counters: 1 the
+    /// first time, after which the commit does not count it again ([`PgTxn::counted`]); 0
+    /// after that.
+    fn operation_here(&mut self) -> i64 {
+        i64::from(!std::mem::replace(&mut self.counted, true))
     }
 
     /// Stores a summary if its version is still kept (one cached by a read call may have

@@ -119,9 +119,8 @@ impl PgTxn {
             Box::new(content.as_bytes().to_vec()),
             Box::new(content_hash(content)),
             Box::new(search::lexemes(agent, content)),
-            Box::new(i64::from(!self.counted)),
+            Box::new(self.operation_here()),
         ];
-        self.counted = true;
         self.conn_for(agent)?.defer(
             "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
              file AS (
@@ -191,8 +190,7 @@ impl PgTxn {
             )?,
             0,
         )?;
-        Self::bump(
-            conn,
+        self.bump(
             agent,
             Tally {
                 bytes: -freed,
@@ -266,8 +264,7 @@ impl PgTxn {
             ],
         )?;
         Self::index_log_entry(conn, agent, path, id, body)?;
-        Self::bump(
-            conn,
+        self.bump(
             agent,
             Tally {
                 bytes,
@@ -413,8 +410,7 @@ impl PgTxn {
             &[&agent, &path, &before, &age],
         )?;
         let (entries, bytes): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
-        Self::bump(
-            conn,
+        self.bump(
             agent,
             Tally {
                 bytes: -bytes,
