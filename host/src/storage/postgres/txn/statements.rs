@@ -439,9 +439,9 @@ impl PgTxn {
         conn.defer_batch("SET LOCAL enable_bitmapscan = on".into());
         conn.query(
             "SELECT path, is_log, ref FROM search_docs
-                 WHERE agent_id = $1 AND doc @@ $2::text::tsquery AND starts_with(path, $3)
-                 ORDER BY ts_rank(doc, $2::text::tsquery) DESC, path, is_log, ref
-                 LIMIT $4 OFFSET $5",
+             WHERE agent_id = $1 AND doc @@ $2::text::tsquery AND starts_with(path, $3)
+             ORDER BY ts_rank(doc, $2::text::tsquery) DESC, path, is_log, ref
+             LIMIT $4 OFFSET $5",
             &[
                 &agent,
                 &query,
