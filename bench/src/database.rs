@@ -5,8 +5,8 @@
 //! of them (tens of megabytes of documents and versions in a day), so the same benchmark on
 //! it slowed from one sitting to the next, while SQLite's figures beside them always came
 //! from a fresh file. On a database of its own, each run starts as empty as SQLite's.
-//! Where the role may not create databases, the shared one is used, and [`Database::note`]
-//! says so.
+//! Where the role may not create databases, or the server refuses the bench's connections
+//! without TLS, the shared one is used, and [`Database::note`] says why.
 
 use tokio_postgres::NoTls;
 
@@ -14,6 +14,9 @@ use tokio_postgres::NoTls;
 pub struct Database {
     /// The URL to give the server (`--database`) and the floor.
     pub url: String,
+    /// Whether the database answers a connection without TLS, the only kind the floor
+    /// (`floor.rs`) opens.
+    pub plain: bool,
     /// The server's URL as given, and the database made from it to drop at the end.
     made: Option<(String, String)>,
 }
@@ -29,10 +32,12 @@ impl Database {
         ) {
             (Some(url), Ok(())) => Self {
                 url,
+                plain: true,
                 made: Some((admin.to_owned(), name)),
             },
             _ => Self {
                 url: admin.to_owned(),
+                plain: run(admin, "SELECT 1").is_ok(),
                 made: None,
             },
         }
@@ -40,9 +45,12 @@ impl Database {
 
     /// What to say of the database beside the figures taken on it.
     pub fn note(&self) -> &'static str {
-        match self.made {
-            Some(_) => "a fresh database",
-            None => "the tests' database (this role cannot create one)",
+        match (&self.made, self.plain) {
+            (Some(_), _) => "a fresh database",
+            (None, true) => "the tests' database (this role cannot create one)",
+            (None, false) => {
+                "the tests' database (the bench connects without TLS, which this server refuses)"
+            }
         }
     }
 }
