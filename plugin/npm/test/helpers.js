@@ -1,11 +1,20 @@
 // What the package's tests share: a fresh folder, and the tools' calls each test makes.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Scratchpad } from 'scratchpad-tools';
 
-export const folder = () => join(mkdtempSync(join(tmpdir(), 'scratchpad-tools-')), 'store');
+/** The folders this test process made, removed when it exits (each run left a few dozen). */
+const made = [];
+process.on('exit', () => made.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+/** A store folder in a fresh temporary folder of its own. */
+export const folder = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'scratchpad-tools-'));
+  made.push(dir);
+  return join(dir, 'store');
+};
 
 /** A document long enough to need a summary (over 8,000 characters). */
 export const LONG = Array.from({ length: 200 }, (_, i) => `line ${i}: the scratchpad keeps what an agent has already read\n`).join('');
