@@ -256,19 +256,18 @@ impl PgTxn {
 
 impl PgTxn {
     fn commit(mut self, agent: &str) -> Result<(), StoreError> {
-        let count = count_statement(agent)?;
         if self.mode == Mode::Write {
-            // The operation's count (unless a statement of the call counted it) and the
-            // commit in one round trip, with the statements held back until now.
-            let end = if self.counted {
-                "COMMIT".to_owned()
-            } else {
-                format!("{count}; COMMIT")
-            };
-            self.conn_for(agent)?.batch(&end)?;
+            // A call that changed none of its agent's counters is counted here, through the
+            // same `bump` as every other change; the commit goes in the same round trip, with
+            // the statements held back until now.
+            if !self.counted {
+                self.bump(agent, Tally::default())?;
+            }
+            self.conn_for(agent)?.batch("COMMIT")?;
             self.release();
             return Ok(());
         }
+        let count = count_statement(agent)?;
         // The read is done: end its snapshot. Counting it (and caching a summary) is
         // bookkeeping that must not fail the answer.
         if self.pending_summaries.is_empty() {
@@ -313,7 +312,8 @@ impl Drop for PgTxn {
     }
 }
 
-/// The statement that counts one call of `agent`, for a batch (see [`literal`]).
+/// The statement that counts one read call of `agent`, for the batch that ends its snapshot
+/// (see [`literal`]); a write call is counted through [`PgTxn::bump`].
 fn count_statement(agent: &str) -> Result<String, StoreError> {
     Ok(format!(
         "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
