@@ -181,7 +181,7 @@ impl Sqlite {
         } else {
             "BEGIN DEFERRED"
         };
-        conn.execute_batch(begin).map_err(map_err)?;
+        control(&conn, begin).map_err(map_err)?;
         Ok(SqliteTxn {
             conn: Some(conn),
             mode,
@@ -381,11 +381,12 @@ impl SqliteTxn {
         let conn = self.conn();
         let read = rows::generation(conn, agent)?;
         let turn = self.queue.wait()?;
-        conn.execute_batch("COMMIT; BEGIN IMMEDIATE")
+        control(conn, "COMMIT")
+            .and_then(|()| control(conn, "BEGIN IMMEDIATE"))
             .map_err(map_err)?;
         if rows::generation(conn, agent)? != read {
             *self.phase.borrow_mut() = Phase::Stale;
-            conn.execute_batch("ROLLBACK").map_err(map_err)?;
+            control(conn, "ROLLBACK").map_err(map_err)?;
             return Err(StoreError::Stale);
         }
         *self.phase.borrow_mut() = Phase::Writing { _turn: turn };
@@ -612,7 +613,7 @@ impl SqliteTxn {
     /// counts alone once [`COUNTS_KEPT`] have gathered and the lock is free. Whatever is not
     /// written stays kept for the next write.
     fn end_read(&self, agent: &str) -> Result<(), StoreError> {
-        self.conn().execute_batch("COMMIT").map_err(map_err)?;
+        control(self.conn(), "COMMIT").map_err(map_err)?;
         let summaries = self.pending_summaries.take();
         let kept = {
             let mut uncounted = locked(&self.uncounted);
@@ -633,7 +634,7 @@ impl SqliteTxn {
         if let Err(e) = written {
             tracing::warn!(error = %e, summaries = summaries.len(), "read counts kept for the next write");
             if !self.conn().is_autocommit() {
-                let _ = self.conn().execute_batch("ROLLBACK");
+                let _ = control(self.conn(), "ROLLBACK");
             }
         }
         Ok(())
@@ -650,8 +651,7 @@ impl SqliteTxn {
             Duration::ZERO
         };
         conn.busy_timeout(wait).map_err(map_err)?;
-        let result = conn
-            .execute_batch("BEGIN IMMEDIATE")
+        let result = control(conn, "BEGIN IMMEDIATE")
             .map_err(map_err)
             .and_then(|()| {
                 // A version deleted or pruned meanwhile simply goes uncached.
@@ -678,7 +678,7 @@ impl SqliteTxn {
         if let Some(agent) = agent {
             self.count_operations(agent, 1)?;
         }
-        self.conn().execute_batch("COMMIT").map_err(map_err)?;
+        control(self.conn(), "COMMIT").map_err(map_err)?;
         let mut uncounted = locked(&self.uncounted);
         for (owed_agent, n) in owed {
             if let Some(left) = uncounted.get_mut(&owed_agent) {
@@ -692,12 +692,19 @@ impl SqliteTxn {
     }
 }
 
+/// Runs `sql`, a statement that takes no values and answers no rows (`BEGIN`, `COMMIT`,
+/// `ROLLBACK`), from the connection's kept statements: every call runs two or three of them,
+/// and `execute_batch` would parse each one again every time.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 impl Drop for SqliteTxn {
     fn drop(&mut self) {
         let Some(conn) = self.conn.take() else { return };
         // Roll back whatever was not committed; a connection left in an unknown state is
         // closed rather than pooled.
-        let rolled_back = conn.is_autocommit() || conn.execute_batch("ROLLBACK").is_ok();
+        let rolled_back = conn.is_autocommit() || control(&conn, "ROLLBACK").is_ok();
         if rolled_back {
             give_back(&self.pool, conn);
         }
