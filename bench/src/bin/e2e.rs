@@ -2,7 +2,8 @@
 //! and latency per tool, memory, and how costs scale with what an agent holds.
 //!
 //! `cargo run --release -p scratchpad-bench --bin e2e [-- --quick]` (the release server must
-//! be built: `cargo build --release`). `SCRATCHPAD_BIN` names another server binary. With
+//! be built: `cargo build --release`). `SCRATCHPAD_BIN` names another server binary;
+//! `SCRATCHPAD_BIN_BEFORE` another build to compare it with, call for call in turns. With
 //! `SCRATCHPAD_TEST_POSTGRES` set, the per-call figures are taken on PostgreSQL too, on a
 //! database of the run's own ([`scratchpad_bench::database`]).
 
@@ -203,28 +204,75 @@ fn criterion_rows(root: &Path) {
     }
 }
 
-/// `n` writes of the 50-line document (one line changed each), one at a time, as `agent`.
-fn writes(s: &mut Server, n: usize, agent: &str) -> Run {
-    Run::time(n, |i| {
-        s.call(
-            "write_file",
-            json!({ "agent_id": agent, "path": "plan.md", "content": document(i) }),
-        );
-    })
+/// Write `i` of the 50-line document (one line changed each time) as `agent`.
+fn write(s: &mut Server, agent: &str, i: usize) {
+    s.call(
+        "write_file",
+        json!({ "agent_id": agent, "path": "plan.md", "content": document(i) }),
+    );
 }
 
-/// `n` reads of that document since a recent version, one at a time.
-fn reads(s: &mut Server, n: usize, agent: &str) -> Run {
-    Run::time(n, |i| {
-        s.call("read_file", json!({ "agent_id": agent, "path": "plan.md", "since_version": (n - 1 - i % 9).max(1) }));
-    })
+/// Read `i` of `n`: the document since a recent version, after its `n` writes.
+fn read(s: &mut Server, agent: &str, n: usize, i: usize) {
+    s.call(
+        "read_file",
+        json!({ "agent_id": agent, "path": "plan.md", "since_version": (n - 1 - i % 9).max(1) }),
+    );
 }
 
-/// Calls per second and latency of the common tools, one call at a time, as `agent`;
-/// `store` is added to each row's name. Returns the writes' and the reads' runs.
-fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) -> (Run, Run) {
-    let writes = writes(s, n, agent);
-    let reads = reads(s, n, agent);
+/// Who a lane of the side-by-side runs is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Who {
+    /// This server on SQLite.
+    Server,
+    /// The stdio floor on SQLite.
+    Floor,
+    /// mcp-memory-rs 0.3.1, which only reads here.
+    Peer,
+    /// This server on PostgreSQL.
+    Postgres,
+    /// The stdio floor on PostgreSQL.
+    PostgresFloor,
+    /// Another build of this server on SQLite (`SCRATCHPAD_BIN_BEFORE`), to measure a change.
+    Before,
+}
+
+/// One server of the side-by-side runs, and the agent it writes and reads as.
+struct Lane {
+    who: Who,
+    server: Server,
+    agent: String,
+}
+
+/// Each lane's run, by who made it.
+struct Runs(Vec<(Who, Run)>);
+
+impl Runs {
+    fn of(&self, who: Who) -> Option<&Run> {
+        self.0.iter().find(|(w, _)| *w == who).map(|(_, run)| run)
+    }
+}
+
+/// The writes and then the reads of every lane that writes, in turns ([`Run::in_turns`]);
+/// the peer, which keeps no versions, reads its whole document beside our reads.
+fn side_by_side(lanes: &mut [Lane], n: usize) -> (Runs, Runs) {
+    let mut writers: Vec<&mut Lane> = lanes.iter_mut().filter(|l| l.who != Who::Peer).collect();
+    let writes = Run::in_turns(&mut writers, n, |l, i| write(&mut l.server, &l.agent, i));
+    let writes = writers.iter().map(|l| l.who).zip(writes).collect();
+    let reads = Run::in_turns(lanes, n, |l, i| match l.who {
+        Who::Peer => {
+            l.server.call("memory_read", json!({ "category": "plan" }));
+        }
+        _ => read(&mut l.server, &l.agent, n, i),
+    });
+    let reads = lanes.iter().map(|l| l.who).zip(reads).collect();
+    (Runs(writes), Runs(reads))
+}
+
+/// Rows of calls per second and latency, one call at a time: the writes and reads timed side
+/// by side, then appends and pages of a log on `s` alone, as `agent`; `store` is added to
+/// each row's name.
+fn call_rows(s: &mut Server, (writes, reads): (&Run, &Run), n: usize, agent: &str, store: &str) {
     let appends = Run::time(n, |i| {
         s.call("append_log", json!({ "agent_id": agent, "path": "log", "entry": { "step": i, "did": "edited plan.md" } }));
     });
@@ -235,8 +283,8 @@ fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) -> (Run, Run) {
         );
     });
     for (what, run) in [
-        ("write_file (50 lines, one changed)", &writes),
-        ("read_file since a recent version", &reads),
+        ("write_file (50 lines, one changed)", writes),
+        ("read_file since a recent version", reads),
         ("append_log", &appends),
         ("read_log (page of 100)", &pages),
     ] {
@@ -250,13 +298,11 @@ fn call_rows(s: &mut Server, n: usize, agent: &str, store: &str) -> (Run, Run) {
             ),
         );
     }
-    (writes, reads)
 }
 
-/// The stdio floor's writes and reads (`floor.rs`: the same skeleton, the bare statements) on
-/// the store `store` names, measured in this run; `None`, with a row saying so, when the
-/// floor is not built.
-fn floor_runs(floor_bin: &Path, store: &[&OsStr], n: usize) -> Option<(Run, Run)> {
+/// The stdio floor (`floor.rs`: the same skeleton, the bare statements) on the store `store`
+/// names; `None`, with a row saying so, when it is not built.
+fn floor(floor_bin: &Path, store: &[&OsStr]) -> Option<Server> {
     if !floor_bin.exists() {
         row(
             "against the stdio floor",
@@ -268,44 +314,38 @@ fn floor_runs(floor_bin: &Path, store: &[&OsStr], n: usize) -> Option<(Run, Run)
         );
         return None;
     }
-    let mut floor = Server::start_on(floor_bin, store, Path::new("unused"));
-    let runs = (
-        writes(&mut floor, n, "bench"),
-        reads(&mut floor, n, "bench"),
-    );
-    floor.stop();
-    Some(runs)
+    Some(Server::start_on(floor_bin, store, Path::new("unused")))
 }
 
 /// The server's writes and reads over stdio beside the floor's on the same store; `on` is
 /// added to each row's name.
-fn floor_rows(on: &str, server: (&Run, &Run), floor: &(Run, Run), goal: &str) {
+fn floor_rows(on: &str, server: (&Run, &Run), floor: (&Run, &Run), goal: &str) {
     ratio_row(
         &format!("write_file over stdio{on}, server / stdio floor"),
         server.0,
-        &floor.0,
+        floor.0,
         goal,
     );
     ratio_row(
         &format!("read_file since a version over stdio{on}, server / stdio floor (one select)"),
         server.1,
-        &floor.1,
+        floor.1,
         goal,
     );
 }
 
-/// Our reads since a version beside a peer's whole-document reads, in this run: mcp-memory-rs
-/// 0.3.1 (`memory_read` of the same 50-line document, which it serves from memory), when
-/// `SCRATCHPAD_PEER_MCP_MEMORY` names its binary (CI installs it). Writes are not compared:
-/// it keeps JSON files, not durable the way a committed write is here.
-fn peer_rows(dir: &Path, n: usize, our_reads: &Run) {
+/// mcp-memory-rs 0.3.1, when `SCRATCHPAD_PEER_MCP_MEMORY` names its binary (CI installs it),
+/// holding the same 50-line document, which it serves from memory (`memory_read`); `None`,
+/// with a row saying so, when it is not given. Only reads are compared: it keeps JSON
+/// files, not durable the way a committed write is here.
+fn peer(dir: &Path) -> Option<Server> {
     let Some(peer) = std::env::var_os("SCRATCHPAD_PEER_MCP_MEMORY") else {
         row(
             "read_file since a version / mcp-memory-rs 0.3.1 memory_read",
             "left out".into(),
             "set SCRATCHPAD_PEER_MCP_MEMORY to its binary (cargo install mcp-memory-rs@0.3.1 --locked)".into(),
         );
-        return;
+        return None;
     };
     let mut command = Command::new(peer);
     command.env("MCP_MEMORY_DIR", dir.join("peer-memory"));
@@ -316,16 +356,43 @@ fn peer_rows(dir: &Path, n: usize, our_reads: &Run) {
             json!({ "category": "plan", "data": { "text": document(i) } }),
         );
     }
-    let reads = Run::time(n, |_| {
-        peer.call("memory_read", json!({ "category": "plan" }));
-    });
-    peer.stop();
+    Some(peer)
+}
+
+/// The rows of the server on PostgreSQL (`pg`): its calls, its writes over SQLite's, its
+/// drift, and its floor's rows; `on` says which database the figures come from.
+fn postgres_rows(pg: &mut Lane, (writes, reads): (&Runs, &Runs), n: usize, on: &str) {
+    let runs = |who| writes.of(who).zip(reads.of(who));
+    let (pg_writes, pg_reads) = runs(Who::Postgres).expect("the server's runs on PostgreSQL");
+    let server_writes = writes.of(Who::Server).expect("the server's runs on SQLite");
+    let store = " on PostgreSQL (loopback)";
+    call_rows(&mut pg.server, (pg_writes, pg_reads), n, &pg.agent, store);
     ratio_row(
-        "read_file since a version / mcp-memory-rs 0.3.1 memory_read (whole document)",
-        our_reads,
-        &reads,
-        "goal ≤ 1.0x",
+        "write_file, PostgreSQL (loopback) / SQLite",
+        pg_writes,
+        server_writes,
+        &format!("goal ≤ 1.5x; on {on}"),
     );
+    drift_row(
+        "write_file on PostgreSQL, one file again and again: last tenth / first",
+        pg_writes,
+    );
+    if let Some(pg_floor) = runs(Who::PostgresFloor) {
+        floor_rows(
+            " on PostgreSQL",
+            (pg_writes, pg_reads),
+            pg_floor,
+            "the floor: one statement, one round trip",
+        );
+    }
+    if let (Some(pg_floor), Some(floor)) = (writes.of(Who::PostgresFloor), writes.of(Who::Floor)) {
+        ratio_row(
+            "write, PostgreSQL stdio floor / SQLite stdio floor",
+            pg_floor,
+            floor,
+            "what PostgreSQL itself takes of the 1.5x above",
+        );
+    }
 }
 
 /// One row: the p50 of `ours` over the p50 of `theirs`, measured in this run, and `goal`:
@@ -475,26 +542,95 @@ fn main() {
             listing.len() / 4
         ),
     );
-    let (server_writes, server_reads) = call_rows(&mut s, n, "bench", "");
-    drift_row(
-        "write_file, one file again and again: last tenth / first",
-        &server_writes,
-    );
+    // The servers compared in a ratio, alive together so that they take turns: the floor,
+    // the peer, and when a PostgreSQL server is given (as for the tests), this server and
+    // the floor on a database of this run's own, as SQLite's store is, so that what
+    // PostgreSQL itself costs beside SQLite shows apart from what the server adds.
     let floor_bin = std::env::current_exe()
         .expect("this binary")
         .with_file_name("floor");
-    let sqlite_floor = floor_runs(
-        &floor_bin,
-        &[
-            "--db".as_ref(),
-            tmp.path().join("stdio-floor.db").as_os_str(),
-        ],
-        n,
-    );
-    if let Some(floor) = &sqlite_floor {
-        floor_rows("", (&server_writes, &server_reads), floor, "goal ≤ 1.3x");
+    let lane = |who, server, agent: &str| Lane {
+        who,
+        server,
+        agent: agent.to_owned(),
+    };
+    let mut lanes = vec![lane(Who::Server, s, "bench")];
+    let floor_db = tmp.path().join("stdio-floor.db");
+    let on_sqlite = ["--db".as_ref(), floor_db.as_os_str()];
+    lanes.extend(floor(&floor_bin, &on_sqlite).map(|f| lane(Who::Floor, f, "bench")));
+    lanes.extend(peer(tmp.path()).map(|p| lane(Who::Peer, p, "")));
+    let before = std::env::var_os("SCRATCHPAD_BIN_BEFORE").map(PathBuf::from);
+    if let Some(before) = &before {
+        let server = Server::start(
+            before,
+            &tmp.path().join("before.db"),
+            &tmp.path().join("cache-before"),
+        );
+        lanes.push(lane(Who::Before, server, "bench"));
     }
-    peer_rows(tmp.path(), n, &server_reads);
+    let database = std::env::var("SCRATCHPAD_TEST_POSTGRES")
+        .ok()
+        .map(|admin| Database::fresh(&admin));
+    if let Some(database) = &database {
+        let on_postgres = ["--database".as_ref(), database.url.as_ref()];
+        let agent = format!("bench-{}", std::process::id());
+        let pg = Server::start_on(&bin, &on_postgres, &cache);
+        lanes.push(lane(Who::Postgres, pg, &agent));
+        if !database.plain {
+            row(
+                "against the stdio floor on PostgreSQL",
+                "left out".into(),
+                "the floor connects without TLS, and this server asks for it".into(),
+            );
+        } else if let Some(f) = floor(&floor_bin, &on_postgres) {
+            lanes.push(lane(Who::PostgresFloor, f, "bench"));
+        }
+    }
+    let (writes, reads) = side_by_side(&mut lanes, n);
+    let both = |who| writes.of(who).zip(reads.of(who));
+    let mut lanes = lanes.into_iter();
+    let mut s = lanes.next().expect("the server's lane").server;
+    let (server_writes, server_reads) = both(Who::Server).expect("the server's runs");
+    call_rows(&mut s, (server_writes, server_reads), n, "bench", "");
+    drift_row(
+        "write_file, one file again and again: last tenth / first",
+        server_writes,
+    );
+    if let Some(floor) = both(Who::Floor) {
+        floor_rows("", (server_writes, server_reads), floor, "goal ≤ 1.3x");
+    }
+    if let Some((before_writes, before_reads)) = both(Who::Before) {
+        let goal = "a change, measured in turns with the build before it";
+        ratio_row(
+            "write_file over stdio, this build / SCRATCHPAD_BIN_BEFORE",
+            server_writes,
+            before_writes,
+            goal,
+        );
+        ratio_row(
+            "read_file since a version over stdio, this build / SCRATCHPAD_BIN_BEFORE",
+            server_reads,
+            before_reads,
+            goal,
+        );
+    }
+    if let Some(peer) = reads.of(Who::Peer) {
+        ratio_row(
+            "read_file since a version / mcp-memory-rs 0.3.1 memory_read (whole document)",
+            server_reads,
+            peer,
+            "goal ≤ 1.0x",
+        );
+    }
+    let mut others: Vec<Lane> = lanes.collect();
+    let pg = others.iter_mut().find(|l| l.who == Who::Postgres);
+    if let (Some(pg), Some(database)) = (pg, &database) {
+        postgres_rows(pg, (&writes, &reads), n, database.note());
+    }
+    for other in others {
+        other.server.stop();
+    }
+    drop(database);
     wal_rows(
         &mut s,
         &tmp.path().join("calls.db"),
@@ -625,50 +761,4 @@ fn main() {
         format!("at entry 0: {}", ms(head.quantile(0.5))),
     );
     s.stop();
-
-    // The same calls on PostgreSQL, when a server is given (as for the tests), on a
-    // database of this run's own, as SQLite's store is; and the floor there, so that what
-    // PostgreSQL itself costs beside SQLite shows apart from what the server adds.
-    if let Ok(admin) = std::env::var("SCRATCHPAD_TEST_POSTGRES") {
-        let database = Database::fresh(&admin);
-        let on_postgres = ["--database".as_ref(), database.url.as_ref()];
-        let mut pg = Server::start_on(&bin, &on_postgres, &cache);
-        let agent = format!("bench-{}", std::process::id());
-        let (pg_writes, pg_reads) = call_rows(&mut pg, n, &agent, " on PostgreSQL (loopback)");
-        pg.stop();
-        ratio_row(
-            "write_file, PostgreSQL (loopback) / SQLite",
-            &pg_writes,
-            &server_writes,
-            &format!("goal ≤ 1.5x; on {}", database.note()),
-        );
-        drift_row(
-            "write_file on PostgreSQL, one file again and again: last tenth / first",
-            &pg_writes,
-        );
-        let pg_floor = if database.plain {
-            floor_runs(&floor_bin, &on_postgres, n)
-        } else {
-            row(
-                "against the stdio floor on PostgreSQL",
-                "left out".into(),
-                "the floor connects without TLS, and this server asks for it".into(),
-            );
-            None
-        };
-        if let (Some(pg_floor), Some(sqlite_floor)) = (pg_floor, &sqlite_floor) {
-            floor_rows(
-                " on PostgreSQL",
-                (&pg_writes, &pg_reads),
-                &pg_floor,
-                "the floor: one statement, one round trip",
-            );
-            ratio_row(
-                "write, PostgreSQL stdio floor / SQLite stdio floor",
-                &pg_floor.0,
-                &sqlite_floor.0,
-                "what PostgreSQL itself takes of the 1.5x above",
-            );
-        }
-    }
 }
