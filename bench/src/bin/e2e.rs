@@ -253,8 +253,8 @@ impl Runs {
     }
 }
 
-/// The writes and then the reads of every lane that writes, in turns ([`Run::in_turns`]);
-/// the peer, which keeps no versions, reads its whole document beside our reads.
+/// Every lane but the peer writes, then every lane reads, in turns ([`Run::in_turns`]): the
+/// peer, which keeps no versions, reads its whole document beside our reads since a version.
 fn side_by_side(lanes: &mut [Lane], n: usize) -> (Runs, Runs) {
     let mut writers: Vec<&mut Lane> = lanes.iter_mut().filter(|l| l.who != Who::Peer).collect();
     let writes = Run::in_turns(&mut writers, n, |l, i| write(&mut l.server, &l.agent, i));
