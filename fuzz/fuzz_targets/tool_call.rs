@@ -24,7 +24,15 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
+        // In this crate's own target folder, not the system's temp folder: libFuzzer ends the
+        // process without running destructors, so the folder outlives the run, and there it
+        // goes with the build (`cargo clean`) instead of piling up in /tmp at every run.
+        let builds = concat!(env!("CARGO_MANIFEST_DIR"), "/target");
+        std::fs::create_dir_all(builds).expect("the fuzz crate's target folder");
+        let dir = tempfile::Builder::new()
+            .prefix("tool_call-")
+            .tempdir_in(builds)
+            .expect("temp dir");
         let settings = Settings {
             db: dir.path().join("fuzz.db"),
             database: None,
