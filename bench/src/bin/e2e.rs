@@ -244,18 +244,35 @@ struct Lane {
     agent: String,
 }
 
-/// Each lane's run, by who made it.
-struct Runs(Vec<(Who, Run)>);
+/// Each lane's writes and reads, by who made them.
+struct Runs {
+    writes: Vec<(Who, Run)>,
+    reads: Vec<(Who, Run)>,
+}
 
 impl Runs {
-    fn of(&self, who: Who) -> Option<&Run> {
-        self.0.iter().find(|(w, _)| *w == who).map(|(_, run)| run)
+    fn writes(&self, who: Who) -> Option<&Run> {
+        find(&self.writes, who)
     }
+
+    fn reads(&self, who: Who) -> Option<&Run> {
+        find(&self.reads, who)
+    }
+
+    /// `who`'s writes and reads, when it made both.
+    fn both(&self, who: Who) -> Option<(&Run, &Run)> {
+        self.writes(who).zip(self.reads(who))
+    }
+}
+
+/// The run `who` made among `runs`.
+fn find(runs: &[(Who, Run)], who: Who) -> Option<&Run> {
+    runs.iter().find(|(w, _)| *w == who).map(|(_, run)| run)
 }
 
 /// Every lane but the peer writes, then every lane reads, in turns ([`Run::in_turns`]): the
 /// peer, which keeps no versions, reads its whole document beside our reads since a version.
-fn side_by_side(lanes: &mut [Lane], n: usize) -> (Runs, Runs) {
+fn side_by_side(lanes: &mut [Lane], n: usize) -> Runs {
     let mut writers: Vec<&mut Lane> = lanes.iter_mut().filter(|l| l.who != Who::Peer).collect();
     let writes = Run::in_turns(&mut writers, n, |l, i| write(&mut l.server, &l.agent, i));
     let writes = writers.iter().map(|l| l.who).zip(writes).collect();
@@ -266,7 +283,7 @@ fn side_by_side(lanes: &mut [Lane], n: usize) -> (Runs, Runs) {
         _ => read(&mut l.server, &l.agent, n, i),
     });
     let reads = lanes.iter().map(|l| l.who).zip(reads).collect();
-    (Runs(writes), Runs(reads))
+    Runs { writes, reads }
 }
 
 /// Rows of calls per second and latency, one call at a time: the writes and reads timed side
@@ -361,10 +378,13 @@ fn peer(dir: &Path) -> Option<Server> {
 
 /// The rows of the server on PostgreSQL (`pg`): its calls, its writes over SQLite's, its
 /// drift, and its floor's rows; `on` says which database the figures come from.
-fn postgres_rows(pg: &mut Lane, (writes, reads): (&Runs, &Runs), n: usize, on: &str) {
-    let runs = |who| writes.of(who).zip(reads.of(who));
-    let (pg_writes, pg_reads) = runs(Who::Postgres).expect("the server's runs on PostgreSQL");
-    let server_writes = writes.of(Who::Server).expect("the server's runs on SQLite");
+fn postgres_rows(pg: &mut Lane, runs: &Runs, n: usize, on: &str) {
+    let (pg_writes, pg_reads) = runs
+        .both(Who::Postgres)
+        .expect("the server's runs on PostgreSQL");
+    let server_writes = runs
+        .writes(Who::Server)
+        .expect("the server's runs on SQLite");
     let store = " on PostgreSQL (loopback)";
     call_rows(&mut pg.server, (pg_writes, pg_reads), n, &pg.agent, store);
     ratio_row(
@@ -377,7 +397,7 @@ fn postgres_rows(pg: &mut Lane, (writes, reads): (&Runs, &Runs), n: usize, on: &
         "write_file on PostgreSQL, one file again and again: last tenth / first",
         pg_writes,
     );
-    if let Some(pg_floor) = runs(Who::PostgresFloor) {
+    if let Some(pg_floor) = runs.both(Who::PostgresFloor) {
         floor_rows(
             " on PostgreSQL",
             (pg_writes, pg_reads),
@@ -385,7 +405,9 @@ fn postgres_rows(pg: &mut Lane, (writes, reads): (&Runs, &Runs), n: usize, on: &
             "the floor: one statement, one round trip",
         );
     }
-    if let (Some(pg_floor), Some(floor)) = (writes.of(Who::PostgresFloor), writes.of(Who::Floor)) {
+    if let (Some(pg_floor), Some(floor)) =
+        (runs.writes(Who::PostgresFloor), runs.writes(Who::Floor))
+    {
         ratio_row(
             "write, PostgreSQL stdio floor / SQLite stdio floor",
             pg_floor,
@@ -586,20 +608,19 @@ fn main() {
             lanes.push(lane(Who::PostgresFloor, f, "bench"));
         }
     }
-    let (writes, reads) = side_by_side(&mut lanes, n);
-    let both = |who| writes.of(who).zip(reads.of(who));
+    let runs = side_by_side(&mut lanes, n);
     let mut lanes = lanes.into_iter();
     let mut s = lanes.next().expect("the server's lane").server;
-    let (server_writes, server_reads) = both(Who::Server).expect("the server's runs");
+    let (server_writes, server_reads) = runs.both(Who::Server).expect("the server's runs");
     call_rows(&mut s, (server_writes, server_reads), n, "bench", "");
     drift_row(
         "write_file, one file again and again: last tenth / first",
         server_writes,
     );
-    if let Some(floor) = both(Who::Floor) {
+    if let Some(floor) = runs.both(Who::Floor) {
         floor_rows("", (server_writes, server_reads), floor, "goal ≤ 1.3x");
     }
-    if let Some((before_writes, before_reads)) = both(Who::Before) {
+    if let Some((before_writes, before_reads)) = runs.both(Who::Before) {
         let goal = "a change, measured in turns with the build before it";
         ratio_row(
             "write_file over stdio, this build / SCRATCHPAD_BIN_BEFORE",
@@ -614,7 +635,7 @@ fn main() {
             goal,
         );
     }
-    if let Some(peer) = reads.of(Who::Peer) {
+    if let Some(peer) = runs.reads(Who::Peer) {
         ratio_row(
             "read_file since a version / mcp-memory-rs 0.3.1 memory_read (whole document)",
             server_reads,
@@ -625,7 +646,7 @@ fn main() {
     let mut others: Vec<Lane> = lanes.collect();
     let pg = others.iter_mut().find(|l| l.who == Who::Postgres);
     if let (Some(pg), Some(database)) = (pg, &database) {
-        postgres_rows(pg, (&writes, &reads), n, database.note());
+        postgres_rows(pg, &runs, n, database.note());
     }
     for other in others {
         other.server.stop();
