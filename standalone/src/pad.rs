@@ -22,7 +22,7 @@ use scratchpad_store::rows::{self, Tally};
 use scratchpad_store::rusqlite::{Connection, OpenFlags};
 use scratchpad_store::schema::migrate;
 use scratchpad_store::storage::Tx;
-use scratchpad_store::{index, pages};
+use scratchpad_store::{control, index, pages};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -118,9 +118,7 @@ impl<F: Folder> Pad<F> {
         run: impl FnOnce(&Tx<'_>) -> Result<R, ToolError>,
     ) -> Result<R, ToolError> {
         self.lease.renew().map_err(lease_failure)?;
-        self.conn
-            .execute_batch("BEGIN")
-            .map_err(|e| storage_failure(e.into()))?;
+        control(&self.conn, "BEGIN").map_err(|e| storage_failure(e.into()))?;
         let before = self.conn.total_changes();
         let answer = {
             let uncounted = self.uncounted.borrow();
@@ -132,9 +130,7 @@ impl<F: Folder> Pad<F> {
                 self.count_owed(Some(agent)).map_err(storage_failure)?;
                 self.lease.renew().map_err(lease_failure)?;
             }
-            self.conn
-                .execute_batch("COMMIT")
-                .map_err(|e| storage_failure(e.into()))?;
+            control(&self.conn, "COMMIT").map_err(|e| storage_failure(e.into()))?;
             let mut uncounted = self.uncounted.borrow_mut();
             if wrote {
                 uncounted.clear();
@@ -146,7 +142,7 @@ impl<F: Folder> Pad<F> {
         if answer.is_err() && !self.conn.is_autocommit() {
             // Nothing of a failed call stays; if even the rollback fails, the journal
             // undoes the call when the store is next opened.
-            let _ = self.conn.execute_batch("ROLLBACK");
+            let _ = control(&self.conn, "ROLLBACK");
         }
         answer
     }
@@ -174,14 +170,12 @@ impl<F: Folder> Pad<F> {
     /// another process at once.
     pub fn close(self) {
         if !self.uncounted.borrow().is_empty() && self.lease.renew().is_ok() {
-            let written = self
-                .conn
-                .execute_batch("BEGIN")
+            let written = control(&self.conn, "BEGIN")
                 .map_err(scratchpad_store::Error::from)
                 .and_then(|()| self.count_owed(None))
-                .and_then(|()| Ok(self.conn.execute_batch("COMMIT")?));
+                .and_then(|()| Ok(control(&self.conn, "COMMIT")?));
             if written.is_err() && !self.conn.is_autocommit() {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = control(&self.conn, "ROLLBACK");
             }
         }
         drop(self.conn);

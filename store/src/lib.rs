@@ -129,7 +129,8 @@ pub fn to_i64(v: u64) -> Result<i64, Error> {
 }
 
 /// How many prepared statements a connection keeps: room for all a store connection runs
-/// (about 25); the index's per-agent statements beyond that, with many agents, take turns.
+/// (about 25, and the transactions' own, [`control`]); the index's per-agent statements
+/// beyond that, with many agents, take turns.
 const STATEMENTS_KEPT: usize = 32;
 
 /// Readies a connection for the statements here, which every call runs again: room to keep
@@ -141,6 +142,13 @@ pub fn keep_statements(conn: &Connection) -> Result<(), Error> {
     conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     Ok(())
+}
+
+/// Runs `sql`, a statement that takes no values and answers no rows (`BEGIN`, `COMMIT`,
+/// `ROLLBACK`), from the connection's kept statements ([`keep_statements`]): every call runs
+/// two or three of them, and `execute_batch` would parse each one again every time.
+pub fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 #[cfg(test)]

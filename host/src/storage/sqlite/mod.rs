@@ -60,7 +60,7 @@ use scratchpad_guest::ports::log_body;
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
 use scratchpad_store::rows::{self, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
-use scratchpad_store::{NOW, index, logs, pages};
+use scratchpad_store::{NOW, control, index, logs, pages};
 use search::IndexFile;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -690,13 +690,6 @@ impl SqliteTxn {
         }
         Ok(())
     }
-}
-
-/// Runs `sql`, a statement that takes no values and answers no rows (`BEGIN`, `COMMIT`,
-/// `ROLLBACK`), from the connection's kept statements: every call runs two or three of them,
-/// and `execute_batch` would parse each one again every time.
-fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 impl Drop for SqliteTxn {
