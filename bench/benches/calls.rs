@@ -1,11 +1,11 @@
 //! In-process figures. Each tool three ways, over the same kind of SQLite store:
 //! - `native`: the guest's tool function compiled natively, in one transaction;
-//! - `component`: the same through a fresh instance of the wasm component, as the service
-//!   runs it (the ratio to `native` is the sandbox's cost);
+//! - `component`: the same through the wasm component, as the service runs it: in the
+//!   instance kept for the agent (the ratio to `native` is the sandbox's cost);
 //! - `service`: the full `Service::call`, adding the JSON decoding and encoding of MCP.
 //!
 //! Also the bare SQLite transactions under a write and a diff read (the floor), and a call's
-//! sandbox set-up. `cargo bench -p scratchpad-bench --bench calls`
+//! sandbox set-up, in a kept instance and in a fresh one. `cargo bench -p scratchpad-bench --bench calls`
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
@@ -607,23 +607,40 @@ fn sqlite_floor(c: &mut Criterion) {
     group.finish();
 }
 
-/// The per-call state and a fresh instance of the component: what isolation per call costs.
+/// What the sandbox adds to a call that runs no guest code: in the instance kept for its
+/// agent (every call after an agent's first), and in a fresh one (a new agent's call, for
+/// which the instance kept longest is dropped once all slots hold one).
 fn instance_setup(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let w = Ways::new(dir.path());
     let mut group = c.benchmark_group("sandbox");
-    group.bench_function("setup", |b| {
-        b.iter_batched(
-            || w.backend.begin(Mode::Read, NO_OVERRIDES).unwrap(),
-            |txn| {
-                let state = CallState::new("bench", txn, Arc::clone(&w.model));
-                let (instantiated, state) = w.sandbox.run(state, |_, _| Ok(()));
-                instantiated.expect("the component instantiates");
-                black_box(state)
-            },
-            BatchSize::SmallInput,
-        )
-    });
+    let agents = Cell::new(0u64);
+    let agent = |kept: bool| {
+        if kept {
+            return "bench".to_owned();
+        }
+        agents.set(agents.get() + 1);
+        format!("agent-{}", agents.get())
+    };
+    for (name, kept) in [("kept", true), ("fresh", false)] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    (
+                        w.backend.begin(Mode::Read, NO_OVERRIDES).unwrap(),
+                        agent(kept),
+                    )
+                },
+                |(txn, agent)| {
+                    let state = CallState::new(&agent, txn, Arc::clone(&w.model));
+                    let (instantiated, state) = w.sandbox.run(state, |_, _| Ok(()));
+                    instantiated.expect("the component instantiates");
+                    black_box(state)
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
     group.finish();
 }
 

@@ -34,8 +34,8 @@ pub fn document(revision: usize) -> String {
 }
 
 /// Runs one call through the component as the service does, minus the JSON: the service's
-/// call sequence ([`run_in`]) in the tool's mode, a fresh instance in which only the called
-/// function is looked up (as the service looks up only `json.call`), then commit.
+/// call sequence ([`run_in`]) in the tool's mode, the agent's instance in which only the
+/// called function is looked up (as the service looks up only `json.call`), then commit.
 /// `function` is the WIT name (`write-file`), `params` its arguments as a tuple.
 pub fn component_call<P, R>(
     sandbox: &Sandbox,

@@ -1,13 +1,15 @@
-//! What one call's instance may hold: linear memory and table elements, and the limiter
-//! that enforces them and remembers that the guest ran into one (so that the sandbox can
-//! name the limit rather than the trap it caused).
+//! What one instance may hold: linear memory and table elements, and the limiter that
+//! enforces them, remembers that the guest ran into one (so that the sandbox can name the
+//! limit rather than the trap it caused), and how large the memory has grown (so that the
+//! sandbox keeps only small instances for later calls).
 //!
-//! Its own module, below both the state of a call ([`crate::imports::CallState`], which owns
-//! the limiter) and the sandbox (which installs it and reads it after a trap).
+//! Its own module, below both the state of an instance
+//! ([`crate::imports::InstanceState`], which owns the limiter) and the sandbox (which
+//! installs it and reads it after a call).
 
 use wasmtime::ResourceLimiter;
 
-/// Most linear memory one call's instance may use. The heaviest legal call, a diff of two
+/// Most linear memory one instance may use. The heaviest legal call, a diff of two
 /// 1 MiB files of one-character lines, holds both texts, two slices of 2^20 line references
 /// and the owned chunks: about 80 MiB. 256 MiB leaves room for allocator slack.
 pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
@@ -15,14 +17,18 @@ pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
 /// Most elements one table may hold: the component's own tables are a few hundred entries.
 pub const TABLE_LIMIT: usize = 100_000;
 
-/// The resource limits of one call, remembering whether the guest ran into them.
+/// The resource limits of one instance, remembering how large its memory has grown and
+/// whether the call it serves ran into them.
 #[derive(Debug, Default)]
-pub struct CallBounds {
-    /// The guest asked for more memory than [`MEMORY_LIMIT`].
+pub struct InstanceBounds {
+    /// The guest asked for more memory than [`MEMORY_LIMIT`] in the call it serves.
     pub hit_memory_limit: bool,
+    /// The size of the instance's linear memory: what its image asked for, and every growth
+    /// since.
+    pub memory: usize,
 }
 
-impl ResourceLimiter for CallBounds {
+impl ResourceLimiter for InstanceBounds {
     fn memory_growing(
         &mut self,
         _current: usize,
@@ -35,6 +41,7 @@ impl ResourceLimiter for CallBounds {
             self.hit_memory_limit = true;
             return Err(wasmtime::Error::msg("memory limit"));
         }
+        self.memory = desired;
         Ok(true)
     }
 

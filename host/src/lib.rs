@@ -5,8 +5,9 @@
 //!
 //! Map:
 //! - [`bindings`]: the host side of `wit/scratchpad.wit` (the only `bindgen!`).
-//! - [`bounds`]: the memory and tables one call's instance may use.
-//! - [`sandbox`]: engine, limits, the compiled-component cache, one fresh instance per call.
+//! - [`bounds`]: the memory and tables one instance may use.
+//! - [`sandbox`]: engine, limits, the compiled-component cache, instances that serve one
+//!   agent each, kept between its calls.
 //! - [`storage`]: the [`storage::Backend`] interface, SQLite (embedded) and PostgreSQL (hosted),
 //!   which only persist.
 //! - [`guard`]: every check of what the guest asks of storage and answers.

@@ -1,28 +1,36 @@
 //! The sandbox the tool logic runs in: every wasmtime knob, in one place.
 //!
-//! Each tool call gets a fresh `Store` and instance of the guest component: nothing a call
-//! leaves in guest memory can reach the next call (another agent's, perhaps), and a trap
-//! costs only that call. The compiled component is cached on disk, keyed by its bytes and the
-//! engine's configuration, so a start does not pay for Cranelift again.
+//! An instance of the guest component serves one agent: nothing a call leaves in guest
+//! memory can reach another agent's call, and a trap costs only that call. When a call ends
+//! well, its instance is kept for that agent's next call, which then pays for no set-up:
+//! making an instance and resetting it after was two thirds of what the sandbox added to a
+//! read. What the guest keeps between one agent's calls is that agent's own, which its next
+//! call may read anyway. An instance is dropped instead after a trap or a refused answer,
+//! when it holds WASI resources, or when its memory has grown past [`KEPT_MEMORY`].
 //!
 //! Instances come from wasmtime's pooling allocator: a fixed number of slots whose memory is
-//! reserved once and, when a call ends, reset to the component's image (the pages the call
-//! dirtied, in place), so the next call sees nothing of it, and a call maps and unmaps
-//! nothing. A fresh mapping per call, unmapped after, was a tenth of the server's CPU time
+//! reserved once and, when an instance is dropped, reset to the component's image (the pages
+//! it dirtied, in place), so the next instance sees nothing of it, and no call maps or unmaps
+//! anything. A fresh mapping per call, unmapped after, was a tenth of the server's CPU time
 //! on reads, most of it the kernel stopping the process's other threads to flush their view
-//! of the unmapped pages. A call takes a slot before it instantiates and waits while all are
-//! taken.
+//! of the unmapped pages. A kept instance holds its slot; a call for another agent takes a
+//! free slot, or else the slot of the instance kept longest, and waits while every slot
+//! serves a call.
+//!
+//! The compiled component is cached on disk, keyed by its bytes and the engine's
+//! configuration, so a start does not pay for Cranelift again.
 
 use crate::bindings::exports::scratchpad::mcp::json;
 use crate::bindings::{Scratchpad, ScratchpadPre};
-use crate::bounds::{CallBounds, MEMORY_LIMIT, TABLE_LIMIT};
-use crate::imports::CallState;
+use crate::bounds::{InstanceBounds, MEMORY_LIMIT, TABLE_LIMIT};
+use crate::imports::{CallState, InstanceState};
 use sha2::{Digest, Sha256};
+use std::collections::VecDeque;
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::Duration;
 use wasmtime::component::{Component, ComponentExportIndex, HasSelf, Instance, Linker};
@@ -43,12 +51,19 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// takes well under a second: the diff itself stops refining after 500 ms.
 pub const CPU_LIMIT: Duration = Duration::from_secs(5);
 
-/// How many calls may hold an instance at once; more wait for a slot. A call holds its slot
-/// while its instance lives, which includes a write's wait for its turn at the write lock,
-/// so the pool is as large as hosted mode's default bound on calls in flight: by default no
-/// call waits here. A slot costs address space, and the pages calls dirtied in it (see
-/// [`KEEP_RESIDENT`]).
+/// How many instances may live at once; a call waits for a slot while every one serves a
+/// call. A call holds its slot for its whole run, which includes a write's wait for its turn
+/// at the write lock, so the pool is as large as hosted mode's default bound on calls in
+/// flight: by default no call waits here. A slot costs address space, and the pages its
+/// instance dirtied (see [`KEEP_RESIDENT`] and [`KEPT_MEMORY`]).
 pub const SLOTS: u32 = 64;
+
+/// Largest linear memory of an instance kept for its agent's next call. The component's
+/// image asks for 3 MiB and an ordinary call stays in it; a call that grew the memory past
+/// this (a large file, a long diff) leaves an instance that is dropped, so the slot is reset
+/// and gives back what it dirtied past [`KEEP_RESIDENT`]. Bounds what kept instances hold:
+/// at most this much in each of [`SLOTS`].
+pub const KEPT_MEMORY: usize = 4 << 20;
 
 /// How much of a slot's linear memory may stay resident between calls. Where the kernel can
 /// say which pages a call dirtied (Linux 6.7 and later), only those are reset, in place from
@@ -84,7 +99,7 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
-    fn from_wasmtime(e: &wasmtime::Error, limits: &CallBounds) -> Self {
+    fn from_wasmtime(e: &wasmtime::Error, limits: &InstanceBounds) -> Self {
         if limits.hit_memory_limit {
             return SandboxError::MemoryLimit;
         }
@@ -101,16 +116,16 @@ pub struct Sandbox {
     /// One engine for the process: compiled code and the epoch clock are shared by every call.
     engine: Engine,
     /// The component linked once, and every export type-checked against the WIT once (a
-    /// component that does not fit is refused at start); each call only instantiates it.
-    pre: ScratchpadPre<CallState>,
+    /// component that does not fit is refused at start); an instance is made from it.
+    pre: ScratchpadPre<InstanceState>,
     /// Where the `json` export's functions are, found once: a call through it looks up
     /// and type-checks those two, not every export of the world (a fifth of an instance's
     /// set-up).
     json: json::GuestIndices,
     /// Tells the epoch ticker thread to stop when the sandbox goes.
     ticker_stop: Arc<AtomicBool>,
-    /// The pool's free slots: a call takes one before it instantiates.
-    slots: Slots,
+    /// The pool's slots: the free ones, and the instances kept for their agents.
+    slots: Slots<Kept>,
 }
 
 impl Sandbox {
@@ -119,9 +134,11 @@ impl Sandbox {
     pub fn with_component(wasm: &[u8], cache_dir: Option<&Path>) -> Result<Self, SandboxError> {
         let engine = engine()?;
         let component = load(&engine, wasm, cache_dir)?;
-        let mut linker = Linker::<CallState>::new(&engine);
+        let mut linker = Linker::<InstanceState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-            .and_then(|()| Scratchpad::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s))
+            .and_then(|()| {
+                Scratchpad::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s.call())
+            })
             .map_err(|e| SandboxError::Load(e.to_string()))?;
         let pre = linker
             .instantiate_pre(&component)
@@ -150,9 +167,9 @@ impl Sandbox {
         })
     }
 
-    /// Calls `tool` with JSON `arguments` through the `json` export of a fresh instance, as
-    /// the service does: only that export's functions are looked up in it (the generated
-    /// bindings' own instantiation would look up and type-check every export of the world).
+    /// Calls `tool` with JSON `arguments` through the `json` export, as the service does:
+    /// only that export's functions are looked up in the instance (the generated bindings'
+    /// own instantiation would look up and type-check every export of the world).
     pub fn call_json(
         &self,
         state: CallState,
@@ -169,29 +186,60 @@ impl Sandbox {
         })
     }
 
-    /// Runs `call` against a fresh instance, which looks up what it calls (the conformance
-    /// runner works from the component's own types, read from data files). Returns the call's
-    /// state back with the result, so the caller can commit or roll back its transaction.
+    /// Runs `call` against an instance for the call's agent: the one kept from its last call,
+    /// or a fresh one. `call` looks up what it calls (the conformance runner works from the
+    /// component's own types, read from data files). Returns the call's state back with the
+    /// result, so the caller can commit or roll back its transaction.
     pub fn run<R>(
         &self,
         state: CallState,
-        call: impl FnOnce(&Instance, &mut Store<CallState>) -> wasmtime::Result<R>,
+        call: impl FnOnce(&Instance, &mut Store<InstanceState>) -> wasmtime::Result<R>,
     ) -> (Result<R, SandboxError>, CallState) {
-        let _slot = self.slots.take();
-        let mut store = self.store(state);
-        let result = self
-            .pre
-            .instance_pre()
-            .instantiate(&mut store)
-            .and_then(|instance| call(&instance, &mut store));
-        finish(store, result)
+        let agent = state.agent().to_owned();
+        let (slot, kept) = self.slots.take(&agent);
+        let (mut store, instance) = match kept {
+            Some(kept) => (kept.store, Some(kept.instance)),
+            None => (self.store(), None),
+        };
+        store.data_mut().serve(state);
+        store.set_epoch_deadline(1);
+        let result = match instance {
+            Some(instance) => Ok(instance),
+            None => self.pre.instance_pre().instantiate(&mut store),
+        }
+        .and_then(|instance| call(&instance, &mut store).map(|answer| (instance, answer)));
+        let result = result.map_err(|e| {
+            let error = SandboxError::from_wasmtime(&e, &store.data().bounds);
+            tracing::warn!(error = %e, "guest call failed");
+            error
+        });
+        let state = store
+            .data_mut()
+            .served()
+            .expect("the store served this call until now");
+        match result {
+            Ok((instance, answer)) => {
+                if keepable(&store) {
+                    slot.keep(agent, Kept { store, instance });
+                } else {
+                    // The store goes before the slot: wasmtime has the instance back first.
+                    drop(store);
+                    drop(slot);
+                }
+                (Ok(answer), state)
+            }
+            Err(error) => {
+                drop(store);
+                drop(slot);
+                (Err(error), state)
+            }
+        }
     }
 
-    /// A fresh store for one call, with its memory limiter and CPU bound.
-    fn store(&self, state: CallState) -> Store<CallState> {
-        let mut store = Store::new(&self.engine, state);
+    /// A store for a fresh instance, with its memory limiter and CPU bound.
+    fn store(&self) -> Store<InstanceState> {
+        let mut store = Store::new(&self.engine, InstanceState::new());
         store.limiter(|s| &mut s.bounds);
-        store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
             if ctx.data().guest_time() > CPU_LIMIT {
                 Ok(UpdateDeadline::Interrupt)
@@ -203,12 +251,19 @@ impl Sandbox {
     }
 }
 
+/// Whether an instance that served a call well may serve its agent's next: it holds no WASI
+/// resources, and its memory is no larger than [`KEPT_MEMORY`].
+fn keepable(store: &Store<InstanceState>) -> bool {
+    let state = store.data();
+    state.holds_no_resources() && state.bounds.memory <= KEPT_MEMORY
+}
+
 /// Where the `tools` interface's function `name` (its WIT name, such as `write-file`) is in
 /// `instance`: for callers that call one tool by name (the benchmarks, the conformance
 /// runner), looking up nothing else.
 pub fn tool_function(
     instance: &Instance,
-    store: &mut Store<CallState>,
+    store: &mut Store<InstanceState>,
     name: &str,
 ) -> Option<ComponentExportIndex> {
     let tools = instance.get_export_index(&mut *store, None, "scratchpad:mcp/tools@0.1.0")?;
@@ -252,57 +307,86 @@ fn pool(keep_resident: bool) -> PoolingAllocationConfig {
     pool
 }
 
-/// A counting gate in front of the pool: wasmtime refuses an instance when every slot is
-/// taken, so a call waits here for one instead.
-struct Slots {
-    /// How many slots are free.
-    free: Mutex<u32>,
-    /// Woken when a slot is given back.
+/// An instance kept for its agent's next call, in the store it was made in.
+struct Kept {
+    store: Store<InstanceState>,
+    instance: Instance,
+}
+
+/// The gate in front of the pool: wasmtime refuses an instance when every slot is taken, so
+/// a call waits here for one instead. A slot is free, or serves a call, or holds a `T` kept
+/// for one agent's next call (an instance; the tests keep plain values).
+struct Slots<T> {
+    /// The free slots and what is kept.
+    state: Mutex<SlotState<T>>,
+    /// Woken when a slot is freed or something kept.
     returned: Condvar,
 }
 
-/// A slot held by one call until it is dropped (after the call's store, which gives the
-/// instance back to the pool).
-struct Slot<'a>(&'a Slots);
+struct SlotState<T> {
+    /// How many slots are free.
+    free: u32,
+    /// What is kept, and for which agent; the most recently used first.
+    kept: VecDeque<(String, T)>,
+}
 
-impl Slots {
+/// A slot held by one call until it is dropped (after the call's store, which gives the
+/// instance back to the pool) or keeps what the call leaves.
+struct Slot<'a, T>(&'a Slots<T>);
+
+impl<T> Slots<T> {
     fn new(count: u32) -> Self {
         Self {
-            free: Mutex::new(count),
+            state: Mutex::new(SlotState {
+                free: count,
+                kept: VecDeque::new(),
+            }),
             returned: Condvar::new(),
         }
     }
 
-    /// Waits for a free slot and takes it.
-    fn take(&self) -> Slot<'_> {
-        let free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut free = self
+    fn lock(&self) -> MutexGuard<'_, SlotState<T>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a slot for a call of `agent`: with what is kept for that agent if anything is;
+    /// else a free slot; else the slot of what was kept longest, dropped here. Waits while
+    /// every slot serves a call.
+    fn take(&self, agent: &str) -> (Slot<'_, T>, Option<T>) {
+        let mut state = self
             .returned
-            .wait_while(free, |free| *free == 0)
+            .wait_while(self.lock(), |s| s.free == 0 && s.kept.is_empty())
             .unwrap_or_else(PoisonError::into_inner);
-        *free -= 1;
-        Slot(self)
+        if let Some(at) = state.kept.iter().position(|(of, _)| of == agent) {
+            let kept = state.kept.remove(at).map(|(_, kept)| kept);
+            return (Slot(self), kept);
+        }
+        if state.free > 0 {
+            state.free -= 1;
+            return (Slot(self), None);
+        }
+        let oldest = state.kept.pop_back();
+        drop(state);
+        // Its slot passes to this call once wasmtime has the instance back.
+        drop(oldest);
+        (Slot(self), None)
     }
 }
 
-impl Drop for Slot<'_> {
+impl<T> Slot<'_, T> {
+    /// Keeps `kept` in this slot for `agent`'s next call.
+    fn keep(self, agent: String, kept: T) {
+        self.0.lock().kept.push_front((agent, kept));
+        self.0.returned.notify_one();
+        std::mem::forget(self);
+    }
+}
+
+impl<T> Drop for Slot<'_, T> {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.0.lock().free += 1;
         self.0.returned.notify_one();
     }
-}
-
-/// Names a failed call's error by the limit it hit, and hands back the call's state.
-fn finish<R>(
-    store: Store<CallState>,
-    result: wasmtime::Result<R>,
-) -> (Result<R, SandboxError>, CallState) {
-    let result = result.map_err(|e| {
-        let error = SandboxError::from_wasmtime(&e, &store.data().bounds);
-        tracing::warn!(error = %e, "guest call failed");
-        error
-    });
-    (result, store.into_data())
 }
 
 impl Drop for Sandbox {
@@ -440,12 +524,12 @@ mod tests {
 
     #[test]
     fn a_call_waits_for_a_slot_while_all_are_taken() {
-        let slots = Slots::new(2);
-        let (first, second) = (slots.take(), slots.take());
+        let slots = Slots::<()>::new(2);
+        let (first, second) = (slots.take("a"), slots.take("b"));
         let (taken, told) = mpsc::channel();
         thread::scope(|scope| {
             scope.spawn(|| {
-                let _third = slots.take();
+                let _third = slots.take("c");
                 taken.send(()).unwrap();
             });
             assert_eq!(
@@ -458,7 +542,56 @@ mod tests {
                 .expect("the slot given back went to the waiting call");
         });
         drop(second);
-        assert_eq!(*slots.free.lock().unwrap(), 2, "every slot came back");
+        assert_eq!(slots.lock().free, 2, "every slot came back");
+    }
+
+    #[test]
+    fn what_a_call_keeps_serves_only_its_agent_and_the_oldest_gives_way() {
+        let slots = Slots::new(2);
+        let (slot, kept) = slots.take("a");
+        assert_eq!(kept, None, "nothing is kept at first");
+        slot.keep("a".into(), "a's first");
+        let (slot, kept) = slots.take("b");
+        assert_eq!(kept, None, "b is not served by what a left");
+        slot.keep("b".into(), "b's first");
+        assert_eq!(slots.lock().free, 0, "what is kept holds its slot");
+
+        let (slot, kept) = slots.take("a");
+        assert_eq!(kept, Some("a's first"), "a gets back what it left");
+        slot.keep("a".into(), "a's second");
+
+        // No slot is free: c's call takes the slot of what was kept longest, b's.
+        let (slot, kept) = slots.take("c");
+        assert_eq!(kept, None);
+        drop(slot);
+        let state = slots.lock();
+        assert_eq!(state.free, 1, "c's slot came back free");
+        assert_eq!(Vec::from(state.kept.clone()), [("a".into(), "a's second")]);
+    }
+
+    #[test]
+    fn a_call_waiting_for_a_slot_takes_one_as_soon_as_another_call_keeps_its_instance() {
+        let slots = Slots::new(1);
+        let (held, _) = slots.take("a");
+        let (taken, told) = mpsc::channel();
+        thread::scope(|scope| {
+            scope.spawn(|| {
+                let (_slot, kept) = slots.take("b");
+                taken.send(kept).unwrap();
+            });
+            assert_eq!(
+                told.recv_timeout(Duration::from_millis(200)),
+                Err(mpsc::RecvTimeoutError::Timeout),
+                "b's call took a slot while a's held the only one"
+            );
+            held.keep("a".into(), "a's");
+            let kept = told
+                .recv_timeout(Duration::from_secs(10))
+                .expect("b's call took the slot a's instance was kept in");
+            assert_eq!(kept, None, "b's call is not served by a's instance");
+        });
+        assert_eq!(slots.lock().free, 1);
+        assert!(slots.lock().kept.is_empty());
     }
 
     #[test]

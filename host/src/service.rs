@@ -1,5 +1,5 @@
 //! One tool call, start to finish: decode the arguments, open the call's transaction, run the
-//! guest in a fresh sandbox, check its answer, and commit, or roll back on any failure.
+//! guest in its agent's instance, check its answer, and commit, or roll back on any failure.
 //!
 //! This is the one path every call takes, whichever transport it came by.
 
@@ -73,7 +73,7 @@ pub fn agent_of(args: &Map<String, Value>) -> &str {
 
 /// The scratchpad: the guest's rules over a store and a summariser.
 pub struct Service {
-    /// Runs the guest, a fresh instance per call.
+    /// Runs the guest, in an instance of the call's agent's own.
     sandbox: Sandbox,
     /// Where calls' transactions come from; shared by every call.
     backend: Box<dyn Backend>,

@@ -246,6 +246,51 @@ fn what_a_call_leaves_in_memory_never_reaches_the_next_call() {
     }
 }
 
+/// An agent's instance serves its next call, once the call before ended well, and is
+/// dropped after a trap or when its memory grew large. The "recall" guest answers a conflict
+/// when it finds its content left by an earlier call of its instance, and otherwise leaves
+/// it there.
+#[test]
+fn an_instance_serves_its_agents_next_call_until_it_traps_or_grows() {
+    let s = hostile();
+    let write = |agent: &str, path: &str, content: &str| {
+        s.call(
+            "write_file",
+            json!({ "agent_id": agent, "path": path, "content": content }),
+        )
+    };
+    let found = |e: String| e.starts_with("conflict: found planted bytes at address ");
+
+    assert_eq!(write("recall", "kept", "a secret").unwrap()["version"], 1);
+    let again = write("recall", "kept", "a secret").unwrap_err();
+    assert!(
+        found(again.clone()),
+        "the kept instance did not serve: {again}"
+    );
+    // That answer was a tool error, not a trap: the instance is still kept.
+    let third = write("recall", "kept", "a secret").unwrap_err();
+    assert!(found(third.clone()), "{third}");
+    assert_eq!(write("snoop", "kept", "a secret").unwrap()["version"], 1);
+
+    for round in 1..=2 {
+        let died = write("recall", "trap", "panic, after leaving this").unwrap_err();
+        assert!(
+            died.starts_with("the tool logic failed ("),
+            "round {round}: a trapped instance served again: {died}"
+        );
+    }
+    for round in 1..=2 {
+        assert_eq!(
+            write("recall", "grown", "grow, then leave this").unwrap()["version"],
+            1,
+            "round {round}: an instance that grew past the kept size served again"
+        );
+    }
+    // After all that, the agent's calls are served as ever.
+    assert_eq!(write("recall", "after", "one more").unwrap()["version"], 1);
+    assert!(found(write("recall", "after", "one more").unwrap_err()));
+}
+
 /// More calls at once than the pool has instances: writes of many agents, each holding its
 /// instance while it waits for its turn at the write lock. A call beyond the pool's slots
 /// waits for one; none fails for want of an instance.

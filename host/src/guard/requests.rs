@@ -72,6 +72,11 @@ impl Guard {
         }
     }
 
+    /// The agent the call is for, as its caller named it.
+    pub fn own_agent(&self) -> &str {
+        &self.agent
+    }
+
     /// The transaction, and the first failure the guest saw (if any).
     pub fn finish(self) -> (Box<dyn Txn>, Option<StorageError>) {
         (self.txn, self.failure.into_inner())

@@ -1,4 +1,5 @@
-//! The host's side of the WIT imports, one module per interface, and the state of one call.
+//! The host's side of the WIT imports, one module per interface; the state of one call, and
+//! of the instance serving it.
 //!
 //! Nothing the guest asks for is trusted: every storage request goes through the call's
 //! [`Guard`], which holds every check of it (the agent, the names, read-only calls, the
@@ -9,7 +10,7 @@ mod storage;
 mod summariser;
 
 use crate::bindings::scratchpad::mcp::types;
-use crate::bounds::CallBounds;
+use crate::bounds::InstanceBounds;
 use crate::guard::Guard;
 use crate::storage::Txn;
 use crate::summariser::SummaryModel;
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-/// Everything one tool call's store holds.
+/// What one tool call brings to the instance that serves it.
 pub struct CallState {
     /// The call's transaction, behind the checks of every request the guest makes of it.
     guard: Guard,
@@ -29,27 +30,22 @@ pub struct CallState {
     started: Instant,
     /// Time spent inside imports, which does not count against the CPU limit.
     in_imports: Duration,
-    /// The memory bounds the sandbox enforces on this call's instance.
-    pub(crate) bounds: CallBounds,
-    /// The guest's WASI context: clocks and randomness only.
-    wasi: WasiCtx,
-    /// The component model's resources of the call (WASI's own).
-    table: ResourceTable,
 }
 
 impl CallState {
-    /// The state of a call for `agent`, inside `txn`. The guest gets a WASI context with no
-    /// arguments, environment, files, sockets or stdio: only clocks and randomness.
+    /// The state of a call for `agent`, inside `txn`.
     pub fn new(agent: &str, txn: Box<dyn Txn>, model: Arc<dyn SummaryModel>) -> Self {
         Self {
             guard: Guard::new(agent, txn),
             model,
             started: Instant::now(),
             in_imports: Duration::ZERO,
-            bounds: CallBounds::default(),
-            wasi: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
         }
+    }
+
+    /// The agent the call is for: only its calls may share an instance.
+    pub fn agent(&self) -> &str {
+        self.guard.own_agent()
     }
 
     /// Time spent running guest code so far.
@@ -71,7 +67,71 @@ impl CallState {
     }
 }
 
-impl WasiView for CallState {
+/// Everything an instance's store holds, for as long as the instance lives (see
+/// [`crate::sandbox`] for which calls one instance serves): its bounds, its WASI context,
+/// and the call it is serving now.
+pub struct InstanceState {
+    /// The call being served; `None` between calls, when no import can run.
+    call: Option<CallState>,
+    /// The memory bounds the sandbox enforces on the instance.
+    pub(crate) bounds: InstanceBounds,
+    /// The guest's WASI context: clocks and randomness only.
+    wasi: WasiCtx,
+    /// The component model's resources of the instance (WASI's own).
+    table: ResourceTable,
+}
+
+impl InstanceState {
+    /// The state of a new instance. The guest gets a WASI context with no arguments,
+    /// environment, files, sockets or stdio: only clocks and randomness.
+    pub fn new() -> Self {
+        Self {
+            call: None,
+            bounds: InstanceBounds::default(),
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        }
+    }
+
+    /// Starts serving `call`.
+    pub(crate) fn serve(&mut self, call: CallState) {
+        self.bounds.hit_memory_limit = false;
+        self.call = Some(call);
+    }
+
+    /// Ends the call being served and hands it back.
+    pub(crate) fn served(&mut self) -> Option<CallState> {
+        self.call.take()
+    }
+
+    /// The call being served, for the imports. The guest runs only inside a call, so an
+    /// import without one is a bug of the sandbox's, not something a guest can cause.
+    pub(crate) fn call(&mut self) -> &mut CallState {
+        self.call
+            .as_mut()
+            .expect("the guest runs, and so calls imports, only while serving a call")
+    }
+
+    /// Time the call being served has spent running guest code.
+    pub(crate) fn guest_time(&self) -> Duration {
+        self.call
+            .as_ref()
+            .map_or(Duration::ZERO, CallState::guest_time)
+    }
+
+    /// Whether the guest holds no WASI resources between calls (it drops all it makes).
+    pub(crate) fn holds_no_resources(&self) -> bool {
+        self.table.is_empty()
+    }
+}
+
+impl Default for InstanceState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WasiView for InstanceState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,

@@ -69,6 +69,27 @@ fn write_unless_planted(r: api::WriteFileRequest) -> Result<api::WriteFileResult
     }
 }
 
+/// Finds its content if an earlier call of its instance left it, or else leaves it (one
+/// copy) and writes; on its way, grows its memory by 16 MiB when the content says "grow",
+/// or dies when it says "panic". Shows which calls an instance serves.
+fn recall(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
+    if let Some(at) = snoop(&r.content) {
+        return Err(ToolError::Conflict(format!(
+            "found planted bytes at address {at}"
+        )));
+    }
+    black_box(Vec::leak(
+        r.content.bytes().map(|b| b ^ MASK).collect::<Vec<u8>>(),
+    ));
+    if r.content.starts_with("grow") {
+        black_box(vec![1u8; 16 << 20]);
+    }
+    if r.content.starts_with("panic") {
+        panic!("hostile guest dies after leaving its content");
+    }
+    tools::write_file(&Imports, r)
+}
+
 /// Recurses until the stack runs out (the exit is never taken).
 fn recurse(depth: u64) -> u64 {
     if black_box(depth) == u64::MAX {
@@ -133,6 +154,8 @@ impl Guest for Hostile {
             }
             // Looks through all of its memory for what a "plant" call left.
             "snoop" => write_unless_planted(r),
+            // Looks for what its own earlier calls left, leaving its content if not found.
+            "recall" => recall(r),
             // Both in one call: shows that `snoop` finds what is there.
             "plant-and-snoop" => {
                 plant(&r.content);
