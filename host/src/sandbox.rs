@@ -5,8 +5,8 @@
 //! well, its instance is kept for that agent's next call, which then pays for no set-up:
 //! making an instance and resetting it after was two thirds of what the sandbox added to a
 //! read. What the guest keeps between one agent's calls is that agent's own, which its next
-//! call may read anyway. An instance is dropped instead after a trap or a refused answer,
-//! when it holds WASI resources, or when its memory has grown past [`KEPT_MEMORY`].
+//! call may read anyway. An instance is dropped instead after a trap, when it holds WASI
+//! resources, or when its memory has grown past [`KEPT_MEMORY`].
 //!
 //! Instances come from wasmtime's pooling allocator: a fixed number of slots whose memory is
 //! reserved once and, when an instance is dropped, reset to the component's image (the pages
@@ -217,23 +217,22 @@ impl Sandbox {
             .data_mut()
             .served()
             .expect("the store served this call until now");
-        match result {
-            Ok((instance, answer)) => {
-                if keepable(&store) {
-                    slot.keep(agent, Kept { store, instance });
-                } else {
-                    // The store goes before the slot: wasmtime has the instance back first.
-                    drop(store);
-                    drop(slot);
-                }
-                (Ok(answer), state)
-            }
-            Err(error) => {
-                drop(store);
-                drop(slot);
-                (Err(error), state)
-            }
+        if let Ok((instance, _)) = &result
+            && keepable(&store)
+        {
+            slot.keep(
+                agent,
+                Kept {
+                    store,
+                    instance: *instance,
+                },
+            );
+        } else {
+            // The store goes before the slot: wasmtime has the instance back first.
+            drop(store);
+            drop(slot);
         }
+        (result.map(|(_, answer)| answer), state)
     }
 
     /// A store for a fresh instance, with its memory limiter and CPU bound.
