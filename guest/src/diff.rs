@@ -166,16 +166,20 @@ pub fn encoded_chunks_len(chunks: &[DiffChunk]) -> usize {
         .sum()
 }
 
-/// The length of `text` as a JSON string, quotes and escapes included.
+/// The length of `text` as a JSON string, quotes and escapes included. Counted by bytes,
+/// not chars: only ASCII is ever escaped, and every other byte is written as it is. Every
+/// read's answer counts its whole content this way, and decoding it char by char was a
+/// seventh of a native read.
 pub fn encoded_len(text: &str) -> usize {
-    2 + text
-        .chars()
-        .map(|c| match c {
-            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
-            c if c < ' ' => 6,
-            c => c.len_utf8(),
+    let escapes: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            b if b < b' ' => 5,
+            _ => 0,
         })
-        .sum::<usize>()
+        .sum();
+    2 + text.len() + escapes
 }
 
 #[cfg(test)]
@@ -342,6 +346,23 @@ mod tests {
         assert_eq!(encoded_len("a\"b\n"), 2 + 1 + 2 + 1 + 2);
         assert_eq!(encoded_len("\u{1}"), 8);
         assert_eq!(encoded_len("\u{e9}"), 4);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, rng_seed: proptest::test_runner::RngSeed::Fixed(0x7e1a_91c3), ..ProptestConfig::default() })]
+
+        /// What the answer's JSON really takes, for any text: every ASCII byte, controls
+        /// included, and any other char.
+        #[test]
+        fn json_length_is_what_serde_json_writes(
+            chars in prop::collection::vec(
+                prop_oneof![(0u8..0x80).prop_map(char::from), any::<char>()],
+                0..64,
+            )
+        ) {
+            let text = String::from_iter(chars);
+            prop_assert_eq!(encoded_len(&text), serde_json::to_string(&text).unwrap().len());
+        }
     }
 
     fn text() -> impl Strategy<Value = String> {
