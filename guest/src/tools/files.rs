@@ -261,8 +261,11 @@ pub fn read_file(
                 };
                 let chunks = diff::diff(&old, &new, form);
                 let size = diff::encoded_chunks_len(&chunks);
-                // A caller who asks for the full form wants every line, saving or not.
-                if form == Form::Compact && size >= diff::encoded_len(&new) {
+                // A caller who asks for the full form wants every line, saving or not. The
+                // content takes at least its bytes and two quotes as JSON, so its escapes are
+                // counted only for a diff that is not already smaller than that.
+                let not_smaller = size >= new.len() + 2 && size >= diff::encoded_len(&new);
+                if form == Form::Compact && not_smaller {
                     whole(&new, Some(WholeContentReason::DiffNotSmaller))?
                 } else if size as u64 > budget {
                     whole(&new, Some(WholeContentReason::DiffTooLarge))?
