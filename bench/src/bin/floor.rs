@@ -6,13 +6,14 @@
 //! writes), `read_file` one select of the newest content. No sandbox, no rules, no counters,
 //! no diff.
 //!
-//! On SQLite (`floor --db FILE`) the statements run on the blocking pool, as the server's do,
-//! at `synchronous = FULL`: one sync a write. On PostgreSQL (`floor --database URL`, no TLS)
-//! each is one prepared statement in one round trip on one connection, at the server's
-//! default durability (a commit returns once its WAL is flushed). The server's write needs
-//! two round trips (it reads the file before it decides what to store), so the PostgreSQL
-//! floor is the least a write there can cost, not what this design can reach. The floor's
-//! table is its own, made at start and dropped when the floor ends. `e2e` starts it.
+//! On SQLite (`floor --db FILE`) the statements, prepared once and kept, run on the blocking
+//! pool, as the server's do, at `synchronous = FULL`: one sync a write. On PostgreSQL
+//! (`floor --database URL`, no TLS) each is one prepared statement in one round trip on one
+//! connection, at the server's default durability (a commit returns once its WAL is
+//! flushed). The server's write needs two round trips (it reads the file before it decides
+//! what to store), so the PostgreSQL floor is the least a write there can cost, not what
+//! this design can reach. The floor's table is its own, made at start and dropped when the
+//! floor ends. `e2e` starts it.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -54,28 +55,29 @@ fn text<'a>(args: &'a Map<String, Value>, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Runs one tool's statement on SQLite.
+/// Runs one tool's statement on SQLite, prepared once and kept (as the server keeps its
+/// own): a floor that parsed its SQL again at every call would flatter the server.
 fn run(db: &Connection, tool: &str, args: &Map<String, Value>) -> rusqlite::Result<Value> {
     let (agent, path) = (text(args, "agent_id"), text(args, "path"));
     match tool {
         "write_file" => {
-            let version: i64 = db.query_row(
-                "INSERT INTO docs (agent, path, version, content)
-                 SELECT ?1, ?2, coalesce(max(version), 0) + 1, ?3 FROM docs
-                 WHERE agent = ?1 AND path = ?2
-                 RETURNING version",
-                params![agent, path, text(args, "content")],
-                |r| r.get(0),
-            )?;
+            let version: i64 = db
+                .prepare_cached(
+                    "INSERT INTO docs (agent, path, version, content)
+                     SELECT ?1, ?2, coalesce(max(version), 0) + 1, ?3 FROM docs
+                     WHERE agent = ?1 AND path = ?2
+                     RETURNING version",
+                )?
+                .query_row(params![agent, path, text(args, "content")], |r| r.get(0))?;
             Ok(json!({ "path": path, "version": version }))
         }
         _ => {
-            let (version, content): (i64, String) = db.query_row(
-                "SELECT version, content FROM docs WHERE agent = ?1 AND path = ?2
-                 ORDER BY version DESC LIMIT 1",
-                params![agent, path],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
+            let (version, content): (i64, String) = db
+                .prepare_cached(
+                    "SELECT version, content FROM docs WHERE agent = ?1 AND path = ?2
+                     ORDER BY version DESC LIMIT 1",
+                )?
+                .query_row(params![agent, path], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(json!({ "path": path, "current_version": version, "content": content }))
         }
     }
