@@ -101,12 +101,16 @@ impl Server {
     }
 }
 
-/// Criterion's median for one benchmark of this run, from its saved estimates.
-fn criterion_median(root: &Path, id: &str) -> Option<Duration> {
-    let path = root
-        .join("target/criterion")
+/// Where criterion keeps its last estimates of the benchmark `id`.
+fn estimates_file(root: &Path, id: &str) -> PathBuf {
+    root.join("target/criterion")
         .join(id)
-        .join("new/estimates.json");
+        .join("new/estimates.json")
+}
+
+/// Criterion's median for one benchmark, from the estimates its last run saved.
+fn criterion_median(root: &Path, id: &str) -> Option<Duration> {
+    let path = estimates_file(root, id);
     let estimates: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     estimates["median"]["point_estimate"]
         .as_f64()
@@ -183,6 +187,35 @@ fn criterion_rows(root: &Path) {
             "(component)",
         ),
     ];
+    let sandbox = [
+        (
+            "sandbox/kept",
+            "the sandbox's part of a call, in the instance kept for its agent",
+            "every call after an agent's first",
+        ),
+        (
+            "sandbox/fresh",
+            "the sandbox's part of a call, in a fresh store + instance",
+            "an agent's first call; one kept instance dropped",
+        ),
+    ];
+    let ids = pairs
+        .iter()
+        .flat_map(|&(_, measured, reference, _)| [measured, reference])
+        .chain(sandbox.iter().map(|&(id, _, _)| id));
+    if let Some((newest, oldest)) = criterion_age(root, ids) {
+        row(
+            "the in-process rows below: when criterion measured them",
+            format!(
+                "{}-{} min before this run",
+                newest.as_secs() / 60,
+                oldest.as_secs() / 60
+            ),
+            "read from its saved estimates: `scripts/bench` runs criterion just before; \
+             a bare `e2e` shows what the last `cargo bench` left"
+                .into(),
+        );
+    }
     for (what, measured, reference, goal) in pairs {
         if let (Some(m), Some(r)) = (
             criterion_median(root, measured),
@@ -195,22 +228,24 @@ fn criterion_rows(root: &Path) {
             );
         }
     }
-    for (id, what, when) in [
-        (
-            "sandbox/kept",
-            "the sandbox's part of a call, in the instance kept for its agent",
-            "every call after an agent's first",
-        ),
-        (
-            "sandbox/fresh",
-            "the sandbox's part of a call, in a fresh store + instance",
-            "an agent's first call; one kept instance dropped",
-        ),
-    ] {
+    for (id, what, when) in sandbox {
         if let Some(setup) = criterion_median(root, id) {
             row(what, ms(setup), when.into());
         }
     }
+}
+
+/// How long ago criterion saved the estimates of `ids`: the newest and the oldest of those
+/// it has. A filtered `cargo bench` refreshes only some, so the two can differ.
+fn criterion_age<'a>(
+    root: &Path,
+    ids: impl Iterator<Item = &'a str>,
+) -> Option<(Duration, Duration)> {
+    let ages: Vec<Duration> = ids
+        .filter_map(|id| std::fs::metadata(estimates_file(root, id)).ok())
+        .filter_map(|meta| meta.modified().ok()?.elapsed().ok())
+        .collect();
+    Some((*ages.iter().min()?, *ages.iter().max()?))
 }
 
 /// Write `i` of the 50-line document (one line changed each time) as `agent`.
