@@ -5,7 +5,8 @@
 //! - `service`: the full `Service::call`, adding the JSON decoding and encoding of MCP.
 //!
 //! Also the bare SQLite transactions under a write and a diff read (the floor), and a call's
-//! sandbox set-up, in a kept instance and in a fresh one. `cargo bench -p scratchpad-bench --bench calls`
+//! sandbox set-up, in a kept instance and in a fresh one.
+//! `cargo bench -p scratchpad-bench --bench calls`
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};

@@ -65,13 +65,14 @@ pub const SLOTS: u32 = 64;
 /// at most this much in each of [`SLOTS`].
 pub const KEPT_MEMORY: usize = 4 << 20;
 
-/// How much of a slot's linear memory may stay resident between calls. Where the kernel can
-/// say which pages a call dirtied (Linux 6.7 and later), only those are reset, in place from
-/// the component's image, so the next call takes no page faults on them: a read's instance
-/// cost 65 µs without this and 45 µs with it, in process. What a call dirtied past this is
-/// given back. A slot keeps only the pages calls dirtied, so under load resident memory
-/// grows with the slots in use (64 hosted callers: about 3 MiB more than with nothing
-/// kept). Without a kernel that says so, nothing is kept (see [`engine`]).
+/// How much of a slot's linear memory may stay resident when its instance is dropped. Where
+/// the kernel can say which pages the instance dirtied (Linux 6.7 and later), only those are
+/// reset, in place from the component's image, so the slot's next instance takes no page
+/// faults on them: a fresh instance for a read cost 65 µs without this and 45 µs with it, in
+/// process. What it dirtied past this is given back. A slot keeps only the pages its
+/// instances dirtied, so under load resident memory grows with the slots in use (64 hosted
+/// callers: about 3 MiB more than with nothing kept). Without a kernel that says so,
+/// nothing is kept (see [`engine`]).
 const KEEP_RESIDENT: usize = 2 << 20;
 
 /// The same for a slot's tables (the component's few hundred function references).

@@ -36,9 +36,9 @@ fn write_then(
 /// only a planted copy matches what `snoop` looks for, never the content it is given.
 const MASK: u8 = 0x5A;
 
-/// Leaves copies of `content` (masked) in this instance's heap, never freed.
-fn plant(content: &str) {
-    for _ in 0..64 {
+/// Leaves `copies` copies of `content` (masked) in this instance's heap, never freed.
+fn plant(content: &str, copies: usize) {
+    for _ in 0..copies {
         black_box(Vec::leak(
             content.bytes().map(|b| b ^ MASK).collect::<Vec<u8>>(),
         ));
@@ -59,28 +59,28 @@ fn snoop(content: &str) -> Option<usize> {
     })
 }
 
-/// Writes as the real tool does, unless `snoop` finds the request's content planted.
-fn write_unless_planted(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
-    match snoop(&r.content) {
+/// A conflict naming where `snoop` found `content` planted, if it did.
+fn refuse_if_planted(content: &str) -> Result<(), ToolError> {
+    match snoop(content) {
         Some(at) => Err(ToolError::Conflict(format!(
             "found planted bytes at address {at}"
         ))),
-        None => tools::write_file(&Imports, r),
+        None => Ok(()),
     }
+}
+
+/// Writes as the real tool does, unless `snoop` finds the request's content planted.
+fn write_unless_planted(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
+    refuse_if_planted(&r.content)?;
+    tools::write_file(&Imports, r)
 }
 
 /// Finds its content if an earlier call of its instance left it, or else leaves it (one
 /// copy) and writes; on its way, grows its memory by 16 MiB when the content says "grow",
 /// or dies when it says "panic". Shows which calls an instance serves.
 fn recall(r: api::WriteFileRequest) -> Result<api::WriteFileResult, ToolError> {
-    if let Some(at) = snoop(&r.content) {
-        return Err(ToolError::Conflict(format!(
-            "found planted bytes at address {at}"
-        )));
-    }
-    black_box(Vec::leak(
-        r.content.bytes().map(|b| b ^ MASK).collect::<Vec<u8>>(),
-    ));
+    refuse_if_planted(&r.content)?;
+    plant(&r.content, 1);
     if r.content.starts_with("grow") {
         black_box(vec![1u8; 16 << 20]);
     }
@@ -149,7 +149,7 @@ impl Guest for Hostile {
             }),
             // Leaves its content in memory for a later call to find.
             "plant" => {
-                plant(&r.content);
+                plant(&r.content, 64);
                 tools::write_file(&Imports, r)
             }
             // Looks through all of its memory for what a "plant" call left.
@@ -158,7 +158,7 @@ impl Guest for Hostile {
             "recall" => recall(r),
             // Both in one call: shows that `snoop` finds what is there.
             "plant-and-snoop" => {
-                plant(&r.content);
+                plant(&r.content, 64);
                 write_unless_planted(r)
             }
             _ => tools::write_file(&Imports, r),
