@@ -52,10 +52,11 @@ impl<'a> Line<'a> {
             }
         }
         let tail = words.len() * 8;
-        (tail..)
-            .zip(rest)
-            .filter(|(_, b)| **b == b'\n')
-            .for_each(|(at, _)| end_at(at));
+        for (at, byte) in (tail..).zip(rest) {
+            if *byte == b'\n' {
+                end_at(at);
+            }
+        }
         lines.push(Line(&text[start..]));
         lines
     }
@@ -167,7 +168,9 @@ pub fn apply(old: &str, chunks: &[DiffChunk]) -> Result<String, ApplyError> {
             DiffChunk::Equal(lines) | DiffChunk::Remove(lines) => {
                 let end = at + lines.len();
                 let theirs = old_lines.get(at..end).unwrap_or_default();
-                if theirs.len() != lines.len() || theirs.iter().zip(lines).any(|(t, l)| t.0 != l) {
+                if theirs.len() != lines.len()
+                    || theirs.iter().zip(lines).any(|(t, l)| *t != Line(l))
+                {
                     return Err(fail("its lines are not the old text's lines at that point"));
                 }
                 if matches!(c, DiffChunk::Equal(_)) {
