@@ -298,7 +298,10 @@ fn pool(keep_resident: bool) -> PoolingAllocationConfig {
         .max_memories_per_component(1)
         .total_tables(SLOTS * CORE_INSTANCES_PER_COMPONENT)
         .table_elements(TABLE_LIMIT)
-        .max_memory_size(MEMORY_LIMIT);
+        .max_memory_size(MEMORY_LIMIT)
+        // Calls run synchronously, on no fiber stack of the pool's: by default it reserves
+        // 1,000 of them at start, 2 GiB, each guard page made by a system call of its own.
+        .total_stacks(0);
     if keep_resident {
         pool.pagemap_scan(Enabled::Yes)
             .linear_memory_keep_resident(KEEP_RESIDENT)
