@@ -279,6 +279,8 @@ enum Who {
     PostgresFloor,
     /// Another build of this server on SQLite (`SCRATCHPAD_BIN_BEFORE`), to measure a change.
     Before,
+    /// That build on PostgreSQL, beside this one there.
+    PostgresBefore,
 }
 
 /// One server of the side-by-side runs, and the agent it writes and reads as.
@@ -441,6 +443,9 @@ fn postgres_rows(pg: &mut Lane, runs: &Runs, n: usize, on: &str) {
         "write_file on PostgreSQL, one file again and again: last tenth / first",
         pg_writes,
     );
+    if let Some(before) = runs.both(Who::PostgresBefore) {
+        before_rows(" on PostgreSQL", (pg_writes, pg_reads), before);
+    }
     if let Some(pg_floor) = runs.both(Who::PostgresFloor) {
         floor_rows(
             " on PostgreSQL",
@@ -459,6 +464,24 @@ fn postgres_rows(pg: &mut Lane, runs: &Runs, n: usize, on: &str) {
             "what PostgreSQL itself takes of the 1.5x above",
         );
     }
+}
+
+/// This build's writes and reads over those of the build before it (`SCRATCHPAD_BIN_BEFORE`),
+/// taken in turns on the same store (`on` names it).
+fn before_rows(on: &str, (writes, reads): (&Run, &Run), before: (&Run, &Run)) {
+    let goal = "a change, measured in turns with the build before it";
+    ratio_row(
+        &format!("write_file over stdio{on}, this build / SCRATCHPAD_BIN_BEFORE"),
+        writes,
+        before.0,
+        goal,
+    );
+    ratio_row(
+        &format!("read_file since a version over stdio{on}, this build / SCRATCHPAD_BIN_BEFORE"),
+        reads,
+        before.1,
+        goal,
+    );
 }
 
 /// One row: the p50 of `ours` over the p50 of `theirs`, measured in this run, and `goal`:
@@ -642,6 +665,14 @@ fn main() {
         let agent = format!("bench-{}", std::process::id());
         let pg = Server::start_on(&bin, &on_postgres, &cache);
         lanes.push(lane(Who::Postgres, pg, &agent));
+        if let Some(before) = &before {
+            let server = Server::start_on(before, &on_postgres, &tmp.path().join("cache-before"));
+            lanes.push(lane(
+                Who::PostgresBefore,
+                server,
+                &format!("{agent}-before"),
+            ));
+        }
         if !database.plain {
             row(
                 "against the stdio floor on PostgreSQL",
@@ -664,20 +695,8 @@ fn main() {
     if let Some(floor) = runs.both(Who::Floor) {
         floor_rows("", (server_writes, server_reads), floor, "goal ≤ 1.3x");
     }
-    if let Some((before_writes, before_reads)) = runs.both(Who::Before) {
-        let goal = "a change, measured in turns with the build before it";
-        ratio_row(
-            "write_file over stdio, this build / SCRATCHPAD_BIN_BEFORE",
-            server_writes,
-            before_writes,
-            goal,
-        );
-        ratio_row(
-            "read_file since a version over stdio, this build / SCRATCHPAD_BIN_BEFORE",
-            server_reads,
-            before_reads,
-            goal,
-        );
+    if let Some(before) = runs.both(Who::Before) {
+        before_rows("", (server_writes, server_reads), before);
     }
     if let Some(peer) = runs.reads(Who::Peer) {
         ratio_row(
