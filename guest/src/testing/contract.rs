@@ -128,6 +128,43 @@ fn versions(h: &dyn Harness) {
             "pruned bytes are freed"
         );
     });
+    // Pruning right after a version is stored, of that path or of another, in any order: a
+    // store that folds a prune into the version before it must keep each to its own path,
+    // and a second prune with an earlier `keep_from` prunes nothing more.
+    let (r, t) = (path("pruned/r.md"), path("pruned/t.md"));
+    h.call(a.as_str(), &mut |s| {
+        for v in 1..=3 {
+            s.put_version(&a, &r, v, "r").unwrap();
+            s.put_version(&a, &t, v, "t").unwrap();
+        }
+    });
+    h.call(a.as_str(), &mut |s| {
+        // Looked at first, as a tool does, so that nothing need be read between the steps.
+        s.stat_file(&a, &t).unwrap();
+        s.put_version(&a, &r, 4, "r").unwrap();
+        s.prune_versions(&a, &t, 3).unwrap();
+        s.put_version(&a, &t, 4, "t").unwrap();
+        s.prune_versions(&a, &t, 4).unwrap();
+        s.prune_versions(&a, &t, 2).unwrap();
+    });
+    h.call(a.as_str(), &mut |s| {
+        let kept = |f: &FilePath| -> Vec<u64> {
+            let state = s.stat_file(&a, f).unwrap().expect("written");
+            state.kept.iter().map(|k| k.version).collect()
+        };
+        assert_eq!(
+            kept(&r),
+            [1, 2, 3, 4],
+            "a prune of another path left this one"
+        );
+        assert_eq!(kept(&t), [4], "pruned from the later keep_from of two");
+        let usage = s.get_usage(&a).unwrap();
+        assert_eq!(
+            (usage.file_count, usage.total_bytes),
+            (3, 5 + 4 + 1),
+            "the bytes of exactly the pruned versions are freed"
+        );
+    });
 }
 
 /// A summary belongs to one kept version and one model, and goes with its version.

@@ -35,17 +35,23 @@ pub(super) type Owned = Box<dyn ToSql + Sync + Send>;
 enum Deferred {
     /// Statements without parameters, in the simple protocol.
     Batch(String),
-    /// A prepared statement and its parameters.
-    Execute(Statement, Vec<Owned>),
+    /// A prepared statement, its text, and its parameters.
+    Execute {
+        sql: &'static str,
+        statement: Statement,
+        params: Vec<Owned>,
+    },
 }
 
 impl Deferred {
     fn send<'a>(&'a self, client: &'a Client) -> BoxFuture<'a, Result<(), tokio_postgres::Error>> {
         match self {
             Deferred::Batch(sql) => client.batch_execute(sql).boxed(),
-            Deferred::Execute(statement, owned) => {
+            Deferred::Execute {
+                statement, params, ..
+            } => {
                 let params: Vec<&(dyn ToSql + Sync)> =
-                    owned.iter().map(|p| &**p as &(dyn ToSql + Sync)).collect();
+                    params.iter().map(|p| &**p as &(dyn ToSql + Sync)).collect();
                 async move { client.execute(statement, &params).await.map(drop) }.boxed()
             }
         }
@@ -120,8 +126,27 @@ impl Conn {
         params: Vec<Owned>,
     ) -> Result<(), StoreError> {
         let statement = self.statement(sql)?;
-        self.deferred.push(Deferred::Execute(statement, params));
+        self.deferred.push(Deferred::Execute {
+            sql,
+            statement,
+            params,
+        });
         Ok(())
+    }
+
+    /// Sets parameter `index` (from 0) of the statement held back last, when that statement
+    /// is `sql`: for a statement that can do the work of the one that would follow it, in
+    /// the same execution. Whether it was there to set.
+    pub(super) fn amend_last(&mut self, sql: &'static str, index: usize, value: Owned) -> bool {
+        match self.deferred.last_mut() {
+            Some(Deferred::Execute {
+                sql: held, params, ..
+            }) if *held == sql && index < params.len() => {
+                params[index] = value;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The same for statements without parameters, such as a transaction's `BEGIN`.

@@ -43,6 +43,7 @@ impl PgCall {
             usage_ahead: None,
             current_ahead: None,
             counted: false,
+            version_held: None,
             pool: Arc::clone(pool),
         })))
     }
@@ -89,6 +90,10 @@ struct PgTxn {
     /// update of the agent's row), so that the commit does not count it again: a second
     /// update of that row in the same transaction cost a write about 0.09 ms on loopback.
     counted: bool,
+    /// The path of the last version this call stored, and the `keep_from` its statement
+    /// carries: while that statement is still held back, pruning that path's versions
+    /// goes into it (see [`PgTxn::prune_versions`]).
+    version_held: Option<(String, u64)>,
     /// The pool the call's connections come from and go back to.
     pool: Arc<Pool>,
 }

@@ -15,6 +15,44 @@ use scratchpad_store::logs;
 use scratchpad_store::rows::Tally;
 use tokio_postgres::Row;
 
+/// One statement for a whole write: the file's row, the version, the file's search document
+/// replaced, the versions below `$9` pruned (0 prunes none; summaries go with them, ON DELETE
+/// CASCADE), and the agent's counters, the call's operation among them (the first version a
+/// call stores counts it, so its commit need not). `was` is the file's row as it stood before
+/// the statement (a file that exists now gains no count); every part sees that same snapshot,
+/// so the old document's delete cannot see the new one, nor the pruning the new version. It
+/// answers nothing, so it goes with the call's next statement or its commit.
+const PUT_VERSION: &str = "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
+     file AS (
+         INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
+         VALUES ($1, $2, $3, $3, $4, now())
+         ON CONFLICT (agent_id, path) DO UPDATE SET last_version = $3, current_version = $3,
+           current_bytes = $4, updated_at = now()
+         RETURNING id),
+     version AS (
+         INSERT INTO versions (file_id, version, bytes, content, sha256)
+         SELECT id, $3, $4, $5, $6 FROM file),
+     gone AS (
+         DELETE FROM versions v USING files f
+         WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2 AND v.version < $9
+         RETURNING v.bytes),
+     old_doc AS (
+         DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log),
+     new_doc AS (
+         INSERT INTO search_docs (agent_id, path, is_log, ref, doc)
+         VALUES ($1, $2, false, $3, array_to_tsvector($7::text[])))
+     INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+     VALUES ($1, $4 - (SELECT COALESCE(sum(bytes), 0) FROM gone),
+             CASE WHEN EXISTS (SELECT 1 FROM was WHERE current_version IS NOT NULL)
+                  THEN 0 ELSE 1 END, 0, $8)
+     ON CONFLICT (agent_id) DO UPDATE SET
+       total_bytes = agents.total_bytes + excluded.total_bytes,
+       file_count = agents.file_count + excluded.file_count,
+       total_operations = agents.total_operations + excluded.total_operations";
+
+/// Where [`PUT_VERSION`]'s `keep_from` is among its parameters.
+const PUT_VERSION_KEEP_FROM: usize = 8;
+
 /// The statements of one call; [`PgCall`] makes them the storage contract.
 impl PgTxn {
     pub(super) fn stat_file(
@@ -105,12 +143,6 @@ impl PgTxn {
         content: &str,
     ) -> Result<(), StoreError> {
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
-        // One statement for the whole write: the file's row, the version, the file's search
-        // document replaced, and the agent's counters, the call's operation among them (the
-        // first version a call stores counts it, so its commit need not). `was` is the file's
-        // row as it stood before the statement (a file that exists now gains no count); every
-        // part sees that same snapshot, so the old document's delete cannot see the new one.
-        // It answers nothing, so it goes with the call's next statement or its commit.
         let params: Vec<Owned> = vec![
             Box::new(agent.to_owned()),
             Box::new(path.to_owned()),
@@ -120,32 +152,11 @@ impl PgTxn {
             Box::new(content_hash(content)),
             Box::new(search::lexemes(agent, content)),
             Box::new(self.operation_here()),
+            Box::new(0_i64),
         ];
-        self.conn_for(agent)?.defer(
-            "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
-             file AS (
-                 INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
-                 VALUES ($1, $2, $3, $3, $4, now())
-                 ON CONFLICT (agent_id, path) DO UPDATE SET last_version = $3, current_version = $3,
-                   current_bytes = $4, updated_at = now()
-                 RETURNING id),
-             version AS (
-                 INSERT INTO versions (file_id, version, bytes, content, sha256)
-                 SELECT id, $3, $4, $5, $6 FROM file),
-             old_doc AS (
-                 DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log),
-             new_doc AS (
-                 INSERT INTO search_docs (agent_id, path, is_log, ref, doc)
-                 VALUES ($1, $2, false, $3, array_to_tsvector($7::text[])))
-             INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-             VALUES ($1, $4, CASE WHEN EXISTS (SELECT 1 FROM was WHERE current_version IS NOT NULL)
-                                  THEN 0 ELSE 1 END, 0, $8)
-             ON CONFLICT (agent_id) DO UPDATE SET
-               total_bytes = agents.total_bytes + excluded.total_bytes,
-               file_count = agents.file_count + excluded.file_count,
-               total_operations = agents.total_operations + excluded.total_operations",
-            params,
-        )
+        self.conn_for(agent)?.defer(PUT_VERSION, params)?;
+        self.version_held = Some((path.to_owned(), 0));
+        Ok(())
     }
 
     pub(super) fn prune_versions(
@@ -154,12 +165,29 @@ impl PgTxn {
         path: &str,
         keep_from: u64,
     ) -> Result<(), StoreError> {
+        // Right after the version it stores, while that statement is still held back, the
+        // pruning goes into it: the agent's row is then updated once, not twice (about 0.1
+        // ms of a write on loopback). Two prunes of a path keep from the later version.
+        let held = match &self.version_held {
+            Some((held, kept_from)) if held == path => Some(*kept_from),
+            _ => None,
+        };
+        let keep_from = keep_from.max(held.unwrap_or(0));
+        let value = to_i64(keep_from)?;
+        if held.is_some()
+            && self
+                .conn_for(agent)?
+                .amend_last(PUT_VERSION, PUT_VERSION_KEEP_FROM, Box::new(value))
+        {
+            self.version_held = Some((path.to_owned(), keep_from));
+            return Ok(());
+        }
         // Summaries of the dropped versions go with them (ON DELETE CASCADE); the bytes freed
         // leave the agent's counter in the same statement, sent with the next one.
         let params: Vec<Owned> = vec![
             Box::new(agent.to_owned()),
             Box::new(path.to_owned()),
-            Box::new(to_i64(keep_from)?),
+            Box::new(value),
         ];
         self.conn_for(agent)?.defer(
             "WITH gone AS (DELETE FROM versions v USING files f
