@@ -51,18 +51,30 @@ impl Run {
     }
 }
 
-/// (resident, peak resident) memory of process `pid` in MiB, from /proc.
-pub fn memory_mib(pid: u32) -> (f64, f64) {
+/// Sizes from process `pid`'s /proc status, in MiB, by field name (0 for one not there).
+fn status_mib<const N: usize>(pid: u32, names: [&str; N]) -> [f64; N] {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
+    names.map(|name| {
         status
             .lines()
             .find_map(|l| l.strip_prefix(name))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .unwrap_or(0.0)
             / 1024.0
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    })
+}
+
+/// (resident, peak resident) memory of process `pid` in MiB, from /proc.
+pub fn memory_mib(pid: u32) -> (f64, f64) {
+    let [resident, peak] = status_mib(pid, ["VmRSS:", "VmHWM:"]);
+    (resident, peak)
+}
+
+/// The part of process `pid`'s resident memory that is its own (`RssAnon`), in MiB: the
+/// rest is pages of files it maps (its binary, the compiled component), shared with the
+/// page cache.
+pub fn anonymous_mib(pid: u32) -> f64 {
+    status_mib(pid, ["RssAnon:"])[0]
 }
 
 /// A duration in milliseconds, as the tables show it.
