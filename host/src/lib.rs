@@ -30,6 +30,7 @@
 
 pub mod bindings;
 pub mod bounds;
+pub mod epoch;
 pub mod gate;
 pub mod guard;
 pub mod http;

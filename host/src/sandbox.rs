@@ -23,15 +23,14 @@
 use crate::bindings::exports::scratchpad::mcp::json;
 use crate::bindings::{Scratchpad, ScratchpadPre};
 use crate::bounds::{InstanceBounds, MEMORY_LIMIT, TABLE_LIMIT};
+use crate::epoch::Ticker;
 use crate::imports::{CallState, InstanceState};
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use wasmtime::component::{Component, ComponentExportIndex, HasSelf, Instance, Linker};
 use wasmtime::{
@@ -42,9 +41,6 @@ use wasmtime::{
 /// The guest component, built from `guest/` by `build.rs`.
 pub const GUEST_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/scratchpad_guest.wasm"));
-
-/// How often the epoch ticks: the granularity of the time limit.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Most time one call may spend running guest code (time inside host imports, such as a
 /// database wait or the summariser's HTTP request, does not count). The heaviest legal call
@@ -123,8 +119,8 @@ pub struct Sandbox {
     /// and type-checks those two, not every export of the world (a fifth of an instance's
     /// set-up).
     json: json::GuestIndices,
-    /// Tells the epoch ticker thread to stop when the sandbox goes.
-    ticker_stop: Arc<AtomicBool>,
+    /// Advances the engine's epoch while a call runs; stops when the sandbox goes.
+    ticker: Ticker,
     /// The pool's slots: the free ones, and the instances kept for their agents.
     slots: Slots<Kept>,
 }
@@ -148,22 +144,14 @@ impl Sandbox {
         let json = json::GuestIndices::new(pre.instance_pre())
             .map_err(|e| SandboxError::Load(e.to_string()))?;
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        let (ticking, stop) = (engine.clone(), Arc::clone(&ticker_stop));
-        thread::Builder::new()
-            .name("epoch-ticker".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    thread::sleep(EPOCH_TICK);
-                    ticking.increment_epoch();
-                }
-            })
+        let ticking = engine.clone();
+        let ticker = Ticker::start(move || ticking.increment_epoch())
             .map_err(|e| SandboxError::Load(e.to_string()))?;
         Ok(Self {
             engine,
             pre,
             json,
-            ticker_stop,
+            ticker,
             slots: Slots::new(SLOTS),
         })
     }
@@ -203,6 +191,7 @@ impl Sandbox {
             None => (self.store(), None),
         };
         store.data_mut().serve(state);
+        let _running = self.ticker.running();
         store.set_epoch_deadline(1);
         let result = match instance {
             Some(instance) => Ok(instance),
@@ -392,12 +381,6 @@ impl<T> Drop for Slot<'_, T> {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
-    }
-}
-
 /// Compiles the component, or loads it from the cache, refreshing a stale or broken entry.
 /// A cache folder that another user could write is not used at all: what it holds is native
 /// code this process would run.
@@ -524,6 +507,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::{PermissionsExt, symlink};
     use std::sync::mpsc;
+    use std::thread;
 
     #[test]
     fn a_call_waits_for_a_slot_while_all_are_taken() {

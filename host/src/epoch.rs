@@ -1,0 +1,138 @@
+//! The clock that bounds a call's CPU time: a thread that advances the engine's epoch every
+//! [`EPOCH_TICK`] while at least one call is running, and sleeps while none is.
+//!
+//! wasmtime stops guest code when the epoch passes its store's deadline, and the sandbox then
+//! checks how long the call has run (see `sandbox::CPU_LIMIT`), so ticks matter only while a
+//! call runs. A ticker that ran for the life of the server woke it 100 times a second with
+//! nobody calling: a stdio server sits idle in a desktop client for hours.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::Duration;
+
+/// How often the epoch ticks while a call runs: the granularity of the time limit.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// What the ticker thread is told: how many calls are running, and whether to stop.
+#[derive(Default)]
+struct Orders {
+    running: usize,
+    stop: bool,
+}
+
+/// The orders, and the signal that they changed.
+#[derive(Default)]
+struct Shared {
+    orders: Mutex<Orders>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn orders(&self) -> MutexGuard<'_, Orders> {
+        self.orders.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Orders)) {
+        change(&mut self.orders());
+        self.changed.notify_one();
+    }
+}
+
+/// The ticker thread's owner: the thread stops when this goes.
+pub struct Ticker {
+    shared: Arc<Shared>,
+}
+
+/// A call that is running: the epoch ticks while any of these lives.
+pub struct Running<'a> {
+    ticker: &'a Ticker,
+}
+
+impl Ticker {
+    /// Starts the thread, which calls `advance` (the engine's `increment_epoch`) every
+    /// [`EPOCH_TICK`] while a call runs.
+    pub fn start(mut advance: impl FnMut() + Send + 'static) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared::default());
+        let theirs = Arc::clone(&shared);
+        thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                let mut orders = theirs.orders();
+                while !orders.stop {
+                    if orders.running == 0 {
+                        orders = theirs
+                            .changed
+                            .wait(orders)
+                            .unwrap_or_else(PoisonError::into_inner);
+                        continue;
+                    }
+                    drop(orders);
+                    thread::sleep(EPOCH_TICK);
+                    advance();
+                    orders = theirs.orders();
+                }
+            })?;
+        Ok(Self { shared })
+    }
+
+    /// Marks a call as running until the value returned goes.
+    pub fn running(&self) -> Running<'_> {
+        self.shared.update(|o| o.running += 1);
+        Running { ticker: self }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.ticker.shared.update(|o| o.running -= 1);
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.shared.update(|o| o.stop = true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn the_epoch_ticks_only_while_a_call_runs() {
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&ticks);
+        let ticker = Ticker::start(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let idle = EPOCH_TICK * 10;
+        thread::sleep(idle);
+        assert_eq!(
+            ticks.load(Ordering::SeqCst),
+            0,
+            "ticked with no call running"
+        );
+
+        let running = ticker.running();
+        let started = std::time::Instant::now();
+        while ticks.load(Ordering::SeqCst) < 3 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no ticks while a call ran"
+            );
+            thread::sleep(EPOCH_TICK);
+        }
+        drop(running);
+        // A tick already under way may still land; after it, none.
+        thread::sleep(EPOCH_TICK * 2);
+        let after = ticks.load(Ordering::SeqCst);
+        thread::sleep(idle);
+        assert_eq!(
+            ticks.load(Ordering::SeqCst),
+            after,
+            "ticked after the call ended"
+        );
+    }
+}
