@@ -125,14 +125,11 @@ mod tests {
             thread::sleep(EPOCH_TICK);
         }
         drop(running);
-        // A tick already under way may still land; after it, none.
-        thread::sleep(EPOCH_TICK * 2);
-        let after = ticks.load(Ordering::SeqCst);
+        let at_end = ticks.load(Ordering::SeqCst);
         thread::sleep(idle);
-        assert_eq!(
-            ticks.load(Ordering::SeqCst),
-            after,
-            "ticked after the call ended"
-        );
+        // The tick under way when the call ended may still land, however late the thread
+        // runs; a ticker that kept on would land about ten.
+        let since = ticks.load(Ordering::SeqCst) - at_end;
+        assert!(since <= 1, "{since} ticks after the call ended");
     }
 }
