@@ -15,6 +15,19 @@ use scratchpad_store::logs;
 use scratchpad_store::rows::Tally;
 use tokio_postgres::Row;
 
+/// What a prune drops, in the version's statement and in a prune's own: the versions of
+/// agent `$1`'s path `$2` numbered below `$keep`, with their sizes.
+macro_rules! versions_below {
+    ($keep:literal) => {
+        concat!(
+            "DELETE FROM versions v USING files f
+             WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2 AND v.version < ",
+            $keep,
+            " RETURNING v.bytes"
+        )
+    };
+}
+
 /// One statement for a whole write: the file's row, the version, the file's search document
 /// replaced, the versions below `$9` pruned (0 prunes none; summaries go with them, ON DELETE
 /// CASCADE), and the agent's counters, the call's operation among them (the first version a
@@ -22,7 +35,8 @@ use tokio_postgres::Row;
 /// the statement (a file that exists now gains no count); every part sees that same snapshot,
 /// so the old document's delete cannot see the new one, nor the pruning the new version. It
 /// answers nothing, so it goes with the call's next statement or its commit.
-const PUT_VERSION: &str = "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
+const PUT_VERSION: &str = concat!(
+    "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
      file AS (
          INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
          VALUES ($1, $2, $3, $3, $4, now())
@@ -32,10 +46,9 @@ const PUT_VERSION: &str = "WITH was AS (SELECT current_version FROM files WHERE 
      version AS (
          INSERT INTO versions (file_id, version, bytes, content, sha256)
          SELECT id, $3, $4, $5, $6 FROM file),
-     gone AS (
-         DELETE FROM versions v USING files f
-         WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2 AND v.version < $9
-         RETURNING v.bytes),
+     gone AS (",
+    versions_below!("$9"),
+    "),
      old_doc AS (
          DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log),
      new_doc AS (
@@ -48,7 +61,8 @@ const PUT_VERSION: &str = "WITH was AS (SELECT current_version FROM files WHERE 
      ON CONFLICT (agent_id) DO UPDATE SET
        total_bytes = agents.total_bytes + excluded.total_bytes,
        file_count = agents.file_count + excluded.file_count,
-       total_operations = agents.total_operations + excluded.total_operations";
+       total_operations = agents.total_operations + excluded.total_operations"
+);
 
 /// Where [`PUT_VERSION`]'s `keep_from` is among its parameters.
 const PUT_VERSION_KEEP_FROM: usize = 8;
@@ -190,12 +204,13 @@ impl PgTxn {
             Box::new(value),
         ];
         self.conn_for(agent)?.defer(
-            "WITH gone AS (DELETE FROM versions v USING files f
-                           WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2
-                             AND v.version < $3
-                           RETURNING v.bytes)
-             UPDATE agents SET total_bytes = total_bytes - (SELECT COALESCE(sum(bytes), 0) FROM gone)
-             WHERE agent_id = $1",
+            concat!(
+                "WITH gone AS (",
+                versions_below!("$3"),
+                ")
+                 UPDATE agents SET total_bytes = total_bytes - (SELECT COALESCE(sum(bytes), 0) FROM gone)
+                 WHERE agent_id = $1"
+            ),
             params,
         )
     }
