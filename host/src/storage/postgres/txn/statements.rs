@@ -182,13 +182,13 @@ impl PgTxn {
         // Right after the version it stores, while that statement is still held back, the
         // pruning goes into it: the agent's row is then updated once, not twice (a write took
         // 0.90x as long, in turns). Two prunes of a path keep from the later version.
-        let held = match &self.version_held {
+        let carried = match &self.version_held {
             Some((held, kept_from)) if held == path => Some(*kept_from),
             _ => None,
         };
-        let keep_from = keep_from.max(held.unwrap_or(0));
+        let keep_from = keep_from.max(carried.unwrap_or(0));
         let value = to_i64(keep_from)?;
-        if held.is_some()
+        if carried.is_some()
             && self
                 .conn_for(agent)?
                 .amend_last(PUT_VERSION, PUT_VERSION_KEEP_FROM, Box::new(value))
