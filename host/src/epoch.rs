@@ -32,9 +32,14 @@ impl Shared {
         self.orders.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn update(&self, change: impl FnOnce(&mut Orders)) {
-        change(&mut self.orders());
-        self.changed.notify_one();
+    /// Changes the orders, and wakes the thread when `change` says it must act on them now.
+    /// A call that ends needs no wake: the thread sees it at its next tick and goes to sleep.
+    /// (A notification is a system call whether or not the thread waits, so not sending one
+    /// at every call's start and end keeps them off a call's path.)
+    fn update(&self, change: impl FnOnce(&mut Orders) -> bool) {
+        if change(&mut self.orders()) {
+            self.changed.notify_one();
+        }
     }
 }
 
@@ -77,20 +82,30 @@ impl Ticker {
 
     /// Marks a call as running until the value returned goes.
     pub fn running(&self) -> Running<'_> {
-        self.shared.update(|o| o.running += 1);
+        // Only the first call of a busy spell finds the thread waiting.
+        self.shared.update(|o| {
+            o.running += 1;
+            o.running == 1
+        });
         Running { ticker: self }
     }
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.ticker.shared.update(|o| o.running -= 1);
+        self.ticker.shared.update(|o| {
+            o.running -= 1;
+            false
+        });
     }
 }
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        self.shared.update(|o| o.stop = true);
+        self.shared.update(|o| {
+            o.stop = true;
+            true
+        });
     }
 }
 
@@ -131,5 +146,42 @@ mod tests {
         // runs; a ticker that kept on would land about ten.
         let since = ticks.load(Ordering::SeqCst) - at_end;
         assert!(since <= 1, "{since} ticks after the call ended");
+    }
+
+    /// Calls overlap: the epoch ticks until the last one ends, and again for the next.
+    #[test]
+    fn the_epoch_ticks_until_the_last_of_overlapping_calls_ends() {
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&ticks);
+        let ticker = Ticker::start(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let ticked_past = |from: usize| {
+            let started = std::time::Instant::now();
+            while ticks.load(Ordering::SeqCst) < from + 3 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "no ticks while a call ran"
+                );
+                thread::sleep(EPOCH_TICK);
+            }
+        };
+        let first = ticker.running();
+        let second = ticker.running();
+        drop(first);
+        ticked_past(ticks.load(Ordering::SeqCst));
+        drop(second);
+        thread::sleep(EPOCH_TICK * 3);
+        let after = ticks.load(Ordering::SeqCst);
+        thread::sleep(EPOCH_TICK * 10);
+        assert!(
+            ticks.load(Ordering::SeqCst) - after <= 1,
+            "ticked on with no call"
+        );
+        // A call after a quiet spell wakes the thread again.
+        let third = ticker.running();
+        ticked_past(ticks.load(Ordering::SeqCst));
+        drop(third);
     }
 }

@@ -320,6 +320,9 @@ struct SlotState<T> {
     free: u32,
     /// What is kept, and for which agent; the most recently used first.
     kept: VecDeque<(String, T)>,
+    /// How many calls wait for a slot. A slot given back wakes one only when one waits: a
+    /// wake is a system call even when nobody waits, and nearly every call finds a slot.
+    waiting: usize,
 }
 
 /// A slot held by one call until it is dropped (after the call's store, which gives the
@@ -332,6 +335,7 @@ impl<T> Slots<T> {
             state: Mutex::new(SlotState {
                 free: count,
                 kept: VecDeque::new(),
+                waiting: 0,
             }),
             returned: Condvar::new(),
         }
@@ -341,14 +345,29 @@ impl<T> Slots<T> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Gives back a slot by `change`, waking a call that waits for one.
+    fn give_back(&self, change: impl FnOnce(&mut SlotState<T>)) {
+        let mut state = self.lock();
+        change(&mut state);
+        if state.waiting > 0 {
+            self.returned.notify_one();
+        }
+    }
+
     /// Takes a slot for a call of `agent`: with what is kept for that agent if anything is;
     /// else a free slot; else the slot of what was kept longest, dropped here. Waits while
     /// every slot serves a call.
     fn take(&self, agent: &str) -> (Slot<'_, T>, Option<T>) {
-        let mut state = self
-            .returned
-            .wait_while(self.lock(), |s| s.free == 0 && s.kept.is_empty())
-            .unwrap_or_else(PoisonError::into_inner);
+        let busy = |s: &mut SlotState<T>| s.free == 0 && s.kept.is_empty();
+        let mut state = self.lock();
+        if busy(&mut *state) {
+            state.waiting += 1;
+            state = self
+                .returned
+                .wait_while(state, busy)
+                .unwrap_or_else(PoisonError::into_inner);
+            state.waiting -= 1;
+        }
         if let Some(at) = state.kept.iter().position(|(of, _)| of == agent) {
             let kept = state.kept.remove(at).map(|(_, kept)| kept);
             return (Slot(self), kept);
@@ -368,16 +387,14 @@ impl<T> Slots<T> {
 impl<T> Slot<'_, T> {
     /// Keeps `kept` in this slot for `agent`'s next call.
     fn keep(self, agent: String, kept: T) {
-        self.0.lock().kept.push_front((agent, kept));
-        self.0.returned.notify_one();
+        self.0.give_back(|s| s.kept.push_front((agent, kept)));
         std::mem::forget(self);
     }
 }
 
 impl<T> Drop for Slot<'_, T> {
     fn drop(&mut self) {
-        self.0.lock().free += 1;
-        self.0.returned.notify_one();
+        self.0.give_back(|s| s.free += 1);
     }
 }
 
