@@ -127,7 +127,14 @@ pub fn unknown_tool(name: &str) -> String {
 }
 
 /// Decodes a tool's arguments, naming the field that does not fit.
+///
+/// Arguments that fit are decoded in one pass. Those that do not are decoded again by way of
+/// a JSON value: its error names the field without a position in the text, and it takes a
+/// repeated key as the last one given (the one pass refuses it), as every call always has.
 fn decode<T: DeserializeOwned>(tool: ToolName, arguments: &str) -> Result<T, CallError> {
+    if let Ok(decoded) = serde_json::from_str(arguments) {
+        return Ok(decoded);
+    }
     let value: Value = serde_json::from_str(arguments).map_err(|e| {
         CallError::InvalidArguments(format!("invalid arguments for {}: {e}", tool.as_str()))
     })?;
@@ -178,5 +185,41 @@ pub fn storage_message(e: &StorageError) -> String {
             format!("the server refused a request of the tool logic ({m}); nothing was changed")
         }
         StorageError::Other(m) => format!("storage failed ({m}); nothing was changed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_history(arguments: &str) -> Result<PathArgs, CallError> {
+        decode(ToolName::FileHistory, arguments)
+    }
+
+    /// The one pass and the way by a JSON value decode alike: what only the second takes
+    /// (a repeated key, the last one given) is still taken, and a refusal names the field
+    /// with no position in the text.
+    #[test]
+    fn arguments_decode_as_they_always_have() {
+        let a = file_history(r#"{"agent_id": "a", "path": "x"}"#).unwrap();
+        assert_eq!((a.agent_id.as_str(), a.path.as_str()), ("a", "x"));
+        let repeated = file_history(r#"{"agent_id": "a", "path": "x", "path": "y"}"#).unwrap();
+        assert_eq!(repeated.path, "y");
+        let missing = file_history(r#"{"agent_id": "a"}"#).unwrap_err();
+        assert_eq!(
+            missing,
+            CallError::InvalidArguments(
+                "invalid arguments for file_history: missing field `path`".into()
+            )
+        );
+        let unknown = file_history(r#"{"agent_id": "a", "path": "x", "if": 1}"#).unwrap_err();
+        let CallError::InvalidArguments(m) = unknown else {
+            panic!("{unknown:?}")
+        };
+        assert!(
+            m.starts_with("invalid arguments for file_history: unknown field `if`"),
+            "{m}"
+        );
+        assert!(!m.contains("column"), "{m}");
     }
 }
