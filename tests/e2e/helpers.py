@@ -2,7 +2,8 @@
 started over stdio or HTTP or run as a one-shot subcommand, raw JSON-RPC, the unwrapping of
 tool results, worker threads whose failures fail the test, and the Anthropic stand-in.
 
-The binary is `SCRATCHPAD_BIN`, else `target/debug/scratchpad-mcp` (built by `cargo build`).
+The binary is `SCRATCHPAD_BIN`, else `target/debug/scratchpad-mcp` (built by `cargo test`, as
+`scripts/test` runs it, or by `cargo build`).
 """
 
 import json

@@ -226,13 +226,6 @@ def test_an_unknown_tool_is_a_protocol_error_naming_the_tools(db):
     assert answer["error"]["message"].startswith('unknown tool "no_such_tool"; the tools are '), answer
 
 
-def test_help_and_version():
-    status, help_text, _ = run_cli("--help")
-    assert status == 0 and "--db" in help_text and "SCRATCHPAD_DB_PATH" in help_text
-    status, version, _ = run_cli("--version")
-    assert status == 0 and version.startswith("scratchpad-mcp ")
-
-
 def test_completions_and_the_man_page_come_from_the_cli(tmp_path):
     """They need no settings: not even a home folder to find a config or a store in."""
     for shell, marker in [("bash", "complete -F"), ("zsh", "#compdef scratchpad-mcp"),
