@@ -113,15 +113,34 @@ impl Drop for Ticker {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    /// A ticker whose ticks are counted.
+    fn counted() -> (Ticker, Arc<AtomicUsize>) {
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&ticks);
+        let ticker = Ticker::start(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        (ticker, ticks)
+    }
+
+    /// Waits until three more ticks than `from` have come, failing after 10 s.
+    fn three_ticks_past(ticks: &AtomicUsize, from: usize) {
+        let started = Instant::now();
+        while ticks.load(Ordering::SeqCst) < from + 3 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no ticks while a call ran"
+            );
+            thread::sleep(EPOCH_TICK);
+        }
+    }
 
     #[test]
     fn the_epoch_ticks_only_while_a_call_runs() {
-        let ticks = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&ticks);
-        let ticker = Ticker::start(move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+        let (ticker, ticks) = counted();
         let idle = EPOCH_TICK * 10;
         thread::sleep(idle);
         assert_eq!(
@@ -131,14 +150,7 @@ mod tests {
         );
 
         let running = ticker.running();
-        let started = std::time::Instant::now();
-        while ticks.load(Ordering::SeqCst) < 3 {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "no ticks while a call ran"
-            );
-            thread::sleep(EPOCH_TICK);
-        }
+        three_ticks_past(&ticks, 0);
         drop(running);
         let at_end = ticks.load(Ordering::SeqCst);
         thread::sleep(idle);
@@ -151,37 +163,19 @@ mod tests {
     /// Calls overlap: the epoch ticks until the last one ends, and again for the next.
     #[test]
     fn the_epoch_ticks_until_the_last_of_overlapping_calls_ends() {
-        let ticks = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&ticks);
-        let ticker = Ticker::start(move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
-        let ticked_past = |from: usize| {
-            let started = std::time::Instant::now();
-            while ticks.load(Ordering::SeqCst) < from + 3 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(10),
-                    "no ticks while a call ran"
-                );
-                thread::sleep(EPOCH_TICK);
-            }
-        };
-        let first = ticker.running();
-        let second = ticker.running();
+        let (ticker, ticks) = counted();
+        let (first, second) = (ticker.running(), ticker.running());
         drop(first);
-        ticked_past(ticks.load(Ordering::SeqCst));
+        three_ticks_past(&ticks, ticks.load(Ordering::SeqCst));
         drop(second);
         thread::sleep(EPOCH_TICK * 3);
         let after = ticks.load(Ordering::SeqCst);
         thread::sleep(EPOCH_TICK * 10);
-        assert!(
-            ticks.load(Ordering::SeqCst) - after <= 1,
-            "ticked on with no call"
-        );
+        let since = ticks.load(Ordering::SeqCst) - after;
+        assert!(since <= 1, "{since} ticks with no call running");
         // A call after a quiet spell wakes the thread again.
         let third = ticker.running();
-        ticked_past(ticks.load(Ordering::SeqCst));
+        three_ticks_past(&ticks, ticks.load(Ordering::SeqCst));
         drop(third);
     }
 }

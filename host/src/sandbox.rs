@@ -360,7 +360,7 @@ impl<T> Slots<T> {
     fn take(&self, agent: &str) -> (Slot<'_, T>, Option<T>) {
         let busy = |s: &mut SlotState<T>| s.free == 0 && s.kept.is_empty();
         let mut state = self.lock();
-        if busy(&mut *state) {
+        if busy(&mut state) {
             state.waiting += 1;
             state = self
                 .returned
