@@ -32,14 +32,11 @@ impl Shared {
         self.orders.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Changes the orders, and wakes the thread when `change` says it must act on them now.
-    /// A call that ends needs no wake: the thread sees it at its next tick and goes to sleep.
-    /// (A notification is a system call whether or not the thread waits, so not sending one
-    /// at every call's start and end keeps them off a call's path.)
-    fn update(&self, change: impl FnOnce(&mut Orders) -> bool) {
-        if change(&mut self.orders()) {
-            self.changed.notify_one();
-        }
+    /// Wakes the thread to read its orders. A notification is a system call whether or not
+    /// the thread waits, so it is sent only when the thread must act at once: to start
+    /// ticking, and to stop.
+    fn wake(&self) {
+        self.changed.notify_one();
     }
 }
 
@@ -82,30 +79,30 @@ impl Ticker {
 
     /// Marks a call as running until the value returned goes.
     pub fn running(&self) -> Running<'_> {
+        let first = {
+            let mut orders = self.shared.orders();
+            orders.running += 1;
+            orders.running == 1
+        };
         // Only the first call of a busy spell finds the thread waiting.
-        self.shared.update(|o| {
-            o.running += 1;
-            o.running == 1
-        });
+        if first {
+            self.shared.wake();
+        }
         Running { ticker: self }
     }
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.ticker.shared.update(|o| {
-            o.running -= 1;
-            false
-        });
+        // No wake: the thread sees that the call ended at its next tick, and goes to sleep.
+        self.ticker.shared.orders().running -= 1;
     }
 }
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        self.shared.update(|o| {
-            o.stop = true;
-            true
-        });
+        self.shared.orders().stop = true;
+        self.shared.wake();
     }
 }
 

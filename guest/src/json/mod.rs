@@ -130,7 +130,7 @@ pub fn unknown_tool(name: &str) -> String {
 ///
 /// Arguments that fit are decoded in one pass. Those that do not are decoded again by way of
 /// a JSON value: its error names the field without a position in the text, and it takes a
-/// repeated key as the last one given (the one pass refuses it), as every call always has.
+/// repeated key as the last one given (the one pass refuses it), as decoding always did.
 fn decode<T: DeserializeOwned>(tool: ToolName, arguments: &str) -> Result<T, CallError> {
     if let Ok(decoded) = serde_json::from_str(arguments) {
         return Ok(decoded);
