@@ -23,9 +23,11 @@ pub struct Database {
 
 impl Database {
     /// A fresh database on the server `admin` names (a `postgres://` URL whose role may
-    /// create databases), else the database `admin` names itself.
-    pub fn fresh(admin: &str) -> Self {
-        let name = format!("sp_bench_{}", std::process::id());
+    /// create databases), else the database `admin` names itself. `suffix` tells apart the
+    /// run's databases: a build before a schema change needs one of its own, since it
+    /// refuses a database the newer build migrated.
+    pub fn fresh(admin: &str, suffix: &str) -> Self {
+        let name = format!("sp_bench_{}{suffix}", std::process::id());
         match (
             with_url(admin, &name),
             run(admin, &format!("CREATE DATABASE {name}")),

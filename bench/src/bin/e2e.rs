@@ -658,16 +658,21 @@ fn main() {
         );
         lanes.push(lane(Who::Before, server, "bench"));
     }
-    let database = std::env::var("SCRATCHPAD_TEST_POSTGRES")
-        .ok()
-        .map(|admin| Database::fresh(&admin));
+    let admin = std::env::var("SCRATCHPAD_TEST_POSTGRES").ok();
+    let database = admin.as_deref().map(|admin| Database::fresh(admin, ""));
+    // The build before gets a database of its own: it refuses one a newer build migrated.
+    let database_before = admin
+        .as_deref()
+        .filter(|_| before.is_some())
+        .map(|admin| Database::fresh(admin, "_before"));
     if let Some(database) = &database {
         let on_postgres = ["--database".as_ref(), database.url.as_ref()];
         let agent = format!("bench-{}", std::process::id());
         let pg = Server::start_on(&bin, &on_postgres, &cache);
         lanes.push(lane(Who::Postgres, pg, &agent));
-        if let Some(before) = &before {
-            let server = Server::start_on(before, &on_postgres, &tmp.path().join("cache-before"));
+        if let (Some(before), Some(own)) = (&before, &database_before) {
+            let on_own = ["--database".as_ref(), own.url.as_ref()];
+            let server = Server::start_on(before, &on_own, &tmp.path().join("cache-before"));
             lanes.push(lane(
                 Who::PostgresBefore,
                 server,

@@ -325,7 +325,7 @@ fn main() {
     // Made before the levels run and dropped after them all.
     let postgres = std::env::var("SCRATCHPAD_TEST_POSTGRES")
         .ok()
-        .map(|admin| Database::fresh(&admin));
+        .map(|admin| Database::fresh(&admin, ""));
     if let Some(database) = &postgres {
         setups.push(Setup {
             name: format!("PostgreSQL (loopback, {})", database.note()),
