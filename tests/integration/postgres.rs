@@ -326,7 +326,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
         .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
         .unwrap()
         .get(0);
-    assert_eq!(applied, 5);
+    assert_eq!(applied, 6);
     db.execute(
         "INSERT INTO scratchpad_migrations (version, name) VALUES (99, 'from the future')",
         &[],
@@ -334,7 +334,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     .unwrap();
     let e = Postgres::open(&url).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this build's 5"),
+        e.contains("schema version 99, newer than this build's 6"),
         "{e}"
     );
     assert!(!e.contains("scratchpad@"), "no password or user in {e}");
@@ -351,6 +351,10 @@ fn a_search_reads_only_its_agents_postings() {
     }
     for i in 0..3 {
         s.write("solo", &format!("mine/{i}"), "my plan");
+    }
+    // Each agent's first search makes and stores its files' documents.
+    for agent in ["crowd", "solo"] {
+        s.ok("search", json!({ "agent_id": agent, "query": "plan" }));
     }
     let mut db = s.pg();
     let unprefixed: i64 = db
@@ -393,10 +397,13 @@ fn a_search_reads_only_its_agents_postings() {
         "the crowd's 200 documents are not read"
     );
 
-    // As the documents of an older build were: words alone. The migration runs again.
+    // As the schema of a build before version 5 was, with its documents of words alone
+    // (and every file's document written with it). The migrations from 5 run again.
     db.batch_execute(
         "UPDATE search_docs SET doc = array_to_tsvector(ARRAY['my', 'plan']) WHERE agent_id = 'solo';
-         DELETE FROM scratchpad_migrations WHERE version = 5;",
+         DROP INDEX files_unindexed;
+         ALTER TABLE files DROP COLUMN unindexed;
+         DELETE FROM scratchpad_migrations WHERE version >= 5;",
     )
     .unwrap();
     Postgres::open(&s.database.as_ref().unwrap().url).unwrap();
@@ -411,6 +418,82 @@ fn a_search_reads_only_its_agents_postings() {
         Some(50),
         "kept as they were"
     );
+}
+
+/// A file's write leaves its search document to the next search, which finds the file all
+/// the same and then stores the document; the write deletes the document of the version it
+/// replaces, so none of an older version is ever found or kept. A search that cannot take
+/// its agent's lock at its end (a write of that agent is under way) stores nothing, and the
+/// next one makes those documents again.
+#[test]
+fn a_files_document_is_made_by_the_next_search_and_then_kept() {
+    let Some(s) = scratch() else { return };
+    let docs = |s: &Scratch| -> Vec<(String, i64)> {
+        s.pg()
+            .query(
+                "SELECT path, ref FROM search_docs WHERE NOT is_log ORDER BY path, ref",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    let doc = |path: &str, version: i64| (path.to_owned(), version);
+    let hits = |query: &str, prefix: &str| -> Vec<String> {
+        let found = s.ok(
+            "search",
+            json!({ "agent_id": "a", "query": query, "prefix": prefix }),
+        );
+        found["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    s.write("a", "notes/one", "alpha beta");
+    s.write("a", "notes/two", "alpha gamma");
+    s.write("a", "plans/three", "alpha");
+    assert_eq!(docs(&s), [], "no write made a document");
+    assert_sound(&s);
+
+    // A search under a prefix makes the documents of the files under it only.
+    assert_eq!(hits("beta", "notes/"), ["notes/one"]);
+    assert_eq!(docs(&s), [doc("notes/one", 1), doc("notes/two", 1)]);
+    // Stored and newly made documents are searched and ranked together.
+    let mut all = hits("alpha", "");
+    all.sort();
+    assert_eq!(all, ["notes/one", "notes/two", "plans/three"]);
+    assert_eq!(docs(&s).len(), 3);
+
+    s.write("a", "notes/one", "delta");
+    assert_eq!(docs(&s), [doc("notes/two", 1), doc("plans/three", 1)]);
+    assert_eq!(hits("beta", ""), Vec::<String>::new());
+    assert_eq!(hits("delta", ""), ["notes/one"]);
+    assert_eq!(docs(&s)[0], doc("notes/one", 2));
+    assert_sound(&s);
+
+    // Another instance writing for the agent holds its lock: nothing is stored meanwhile.
+    s.write("a", "notes/one", "epsilon");
+    let mut writer = s.pg();
+    writer
+        .execute("SELECT pg_advisory_lock(hashtextextended('a', 0))", &[])
+        .unwrap();
+    assert_eq!(hits("epsilon", ""), ["notes/one"]);
+    assert_eq!(docs(&s).len(), 2, "{:?}", docs(&s));
+    drop(writer);
+    assert_eq!(hits("epsilon", ""), ["notes/one"]);
+    assert_eq!(docs(&s)[0], doc("notes/one", 3));
+
+    // A deleted file is not found, and leaves no document.
+    s.ok(
+        "delete_file",
+        json!({ "agent_id": "a", "path": "notes/one" }),
+    );
+    assert_eq!(hits("epsilon", ""), Vec::<String>::new());
+    assert_eq!(docs(&s), [doc("notes/two", 1), doc("plans/three", 1)]);
+    assert_sound(&s);
 }
 
 /// `verify` of a database this server never opened says so, and creates nothing there.
@@ -450,6 +533,7 @@ fn verify_finds_damage_and_names_it() {
         "UPDATE agents SET total_bytes = total_bytes + 7;
          UPDATE logs SET entries = 5;
          DELETE FROM search_docs WHERE is_log;
+         UPDATE files SET unindexed = false;
          UPDATE versions SET content = convert_to('hEllo', 'UTF8');
          UPDATE log_entries SET body = convert_to('E', 'UTF8')",
     )
@@ -460,6 +544,7 @@ fn verify_finds_damage_and_names_it() {
         "an agent whose counters are not what its rows add up to: a: counters 13 B",
         "a log whose entry count is not the entries it holds: a l: 5 counted, 1 held",
         "a log entry missing from the search index: a l #1",
+        "a current file version missing from the search index: a f v1",
         "content changed since it was written: agent \"a\", path \"f\", version 1 does not match the SHA-256 it was written with",
         "agent \"a\", path \"l\", log entry #1 does not match the SHA-256 it was written with",
     ] {

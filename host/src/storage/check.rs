@@ -199,12 +199,13 @@ const CHECKS: &[(&str, &str)] = &[
 ];
 
 /// The search index against the rows it indexes, for the agents whose index is up to date
-/// (`INDEXED_AGENTS`), in the index's table of documents (`SEARCH_DOCS`): see [`IndexAt`].
+/// (`INDEXED_AGENTS`), in the index's table of documents (`SEARCH_DOCS`), the files that should
+/// have theirs being `INDEXED_FILES`: see [`IndexAt`].
 const INDEX_CHECKS: &[(&str, &str)] = &[
     (
         "a current file version missing from the search index",
         "SELECT f.agent_id || ' ' || f.path || ' v' || CAST(f.current_version AS text)
-         FROM files f
+         FROM INDEXED_FILES f
          WHERE f.current_version IS NOT NULL AND f.agent_id IN INDEXED_AGENTS AND NOT EXISTS (
              SELECT 1 FROM SEARCH_DOCS d WHERE d.agent_id = f.agent_id AND d.path = f.path
                 AND NOT d.is_log AND d.ref = f.current_version)",
@@ -237,6 +238,9 @@ pub struct IndexAt {
     pub docs: &'static str,
     /// The agents whose index should match their rows now, as an SQL set.
     pub agents: &'static str,
+    /// Those agents' files whose current version should have its document, as an SQL table:
+    /// where a file's document waits for the next search, the files not waiting.
+    pub files: &'static str,
 }
 
 /// Runs every invariant check with `rows` (which runs a query whose rows are one text
@@ -254,6 +258,7 @@ pub fn run_checks<E>(
     let Some(at) = index else { return Ok(()) };
     for (what, sql) in INDEX_CHECKS {
         let sql = sql
+            .replace("INDEXED_FILES", at.files)
             .replace("SEARCH_DOCS", at.docs)
             .replace("INDEXED_AGENTS", at.agents);
         report(problems, what, rows(&sql)?);

@@ -60,10 +60,14 @@ pub fn verify(url: &DatabaseUrl) -> Result<Verification, StoreError> {
                 problems,
             });
         }
-        // PostgreSQL indexes in the call's own transaction: every agent's index is current.
+        // A log entry's document is written with it; a file's write deletes the file's
+        // document and marks it `unindexed` until a search stores the new one: every
+        // agent's index holds every log entry and every unmarked file's current version,
+        // and no document of a version that is not current.
         let index = IndexAt {
             docs: "search_docs",
             agents: "(SELECT agent_id FROM agents UNION SELECT agent_id FROM search_docs)",
+            files: "(SELECT * FROM files WHERE NOT unindexed)",
         };
         run_checks(&mut problems, Some(&index), |sql| {
             tx.query_once(sql)?.iter().map(|r| col(r, 0)).collect()

@@ -42,6 +42,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "agent lexemes",
         sql: include_str!("migrations/0005_agent_lexemes.sql"),
     },
+    Migration {
+        version: 6,
+        name: "files unindexed",
+        sql: include_str!("migrations/0006_files_unindexed.sql"),
+    },
 ];
 
 /// The advisory lock key that serialises migrations ("scratchp" in ASCII).

@@ -1,13 +1,16 @@
 //! One tool call's transaction: its connection (given back while a read call waits for a
 //! model), its agent's lock (taken before a write call reads anything), the counters it moves,
-//! and its commit. The statements of the storage port are in [`statements`].
+//! and its commit. The statements of the storage port are in [`statements`]; files' search
+//! documents, made by the search that needs them, in [`documents`].
 
+mod documents;
 mod statements;
 
 use super::conn::{Conn, begin_on, col};
 use super::pool::Pool;
 use super::search;
 use crate::storage::{Mode, PendingSummary, StoreError, Txn, implement_storage, to_i64, to_u64};
+use documents::Unindexed;
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, Retention, SearchMatch,
 };
@@ -44,6 +47,8 @@ impl PgCall {
             current_ahead: None,
             counted: false,
             version_held: None,
+            unindexed: None,
+            to_store: None,
             pool: Arc::clone(pool),
         })))
     }
@@ -94,6 +99,12 @@ struct PgTxn {
     /// carries: while that statement is still held back, pruning that path's versions
     /// goes into it (see [`PgTxn::prune_versions`]).
     version_held: Option<(String, u64)>,
+    /// The documents of files written since the index last held them, made by the call's
+    /// searches from its snapshot, for the prefix they searched under.
+    unindexed: Option<Unindexed>,
+    /// Documents a read call's searches made from a snapshot it has left, to store at its end
+    /// with those of [`PgTxn::unindexed`].
+    to_store: Option<Unindexed>,
     /// The pool the call's connections come from and go back to.
     pool: Arc<Pool>,
 }
@@ -135,6 +146,7 @@ impl PgTxn {
     /// "busy"). A write call keeps its transaction: its agent's lock must hold to the end.
     fn pause(&mut self) -> Result<(), StoreError> {
         self.current_ahead = None;
+        self.keep_for_storing();
         if self.mode == Mode::Read
             && let Some(mut conn) = self.conn.take()
         {
@@ -245,9 +257,9 @@ impl PgTxn {
         )
     }
 
-    /// After a read that cached summaries: stores them, then counts it and commits (the
-    /// summaries are durable as any write is).
-    fn count_after_read(&mut self, count: &str) -> Result<(), StoreError> {
+    /// After a read that cached summaries: stores them and the search documents it made,
+    /// then counts it and commits (the summaries are durable as any write is).
+    fn count_after_read(&mut self, agent: &str, count: &str) -> Result<(), StoreError> {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut()?;
         conn.batch("BEGIN")?;
@@ -255,7 +267,8 @@ impl PgTxn {
             // A version deleted or pruned meanwhile simply goes uncached.
             Self::store_summary(conn, s)?;
         }
-        conn.batch(&format!("{count}; COMMIT"))
+        self.store_after_read(agent)?;
+        self.conn_mut()?.batch(&format!("{count}; COMMIT"))
     }
 }
 
@@ -273,23 +286,27 @@ impl PgTxn {
             return Ok(());
         }
         let count = count_statement(agent)?;
-        // The read is done: end its snapshot. Counting it (and caching a summary) is
-        // bookkeeping that must not fail the answer.
+        // The read is done: end its snapshot. Counting it (and caching a summary, and storing
+        // the search documents it made) is bookkeeping that must not fail the answer.
         if self.pending_summaries.is_empty() {
-            // The snapshot's end and the count in one round trip. The count does not wait
-            // for its flush to disk: a read changes nothing an agent relies on, and a crash
-            // of the database may lose the last moment's counts, as a crash of a SQLite
-            // server loses the reads it had not yet written.
-            let ended =
-                format!("COMMIT; BEGIN; SET LOCAL synchronous_commit = off; {count}; COMMIT");
-            match self.conn_mut()?.batch(&ended) {
+            // The snapshot's end and the count in one round trip (two when a search made
+            // documents). Neither waits for its flush to disk: a read changes nothing an
+            // agent relies on, a crash of the database may lose the last moment's counts, as
+            // a crash of a SQLite server loses the reads it had not yet written, and the
+            // next search makes again the documents lost.
+            self.conn_mut()?
+                .defer_batch("COMMIT; BEGIN; SET LOCAL synchronous_commit = off".into());
+            let counted = self
+                .store_after_read(agent)
+                .and_then(|()| self.conn_mut()?.batch(&format!("{count}; COMMIT")));
+            match counted {
                 Ok(()) => self.release(),
                 Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
             }
             return Ok(());
         }
         self.conn_mut()?.batch("COMMIT")?;
-        match self.count_after_read(&count) {
+        match self.count_after_read(agent, &count) {
             Ok(()) => self.release(),
             Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
         }

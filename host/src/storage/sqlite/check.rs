@@ -107,6 +107,7 @@ fn verify_readable(path: &Path) -> Result<Verification, StoreError> {
         docs: "search.search_docs",
         agents: "(SELECT a.agent_id FROM agents a JOIN search.search_agents g
                   ON g.agent_id = a.agent_id AND g.generation = a.generation)",
+        files: "files",
     };
     run_checks(&mut problems, indexed.then_some(&index), rows)?;
     let mut changed = Vec::new();

@@ -29,7 +29,8 @@ macro_rules! versions_below {
 }
 
 /// One statement for a whole write: the file's row, the version, the file's search document
-/// replaced, the versions below `$9` pruned (0 prunes none; summaries go with them, ON DELETE
+/// deleted (the next search makes the new one: see [`super::documents`]), the versions below
+/// `$8` pruned (0 prunes none; summaries go with them, ON DELETE
 /// CASCADE), and the agent's counters, the call's operation among them (the first version a
 /// call stores counts it, so its commit need not). `was` is the file's row as it stood before
 /// the statement (a file that exists now gains no count); every part sees that same snapshot,
@@ -38,26 +39,24 @@ macro_rules! versions_below {
 const PUT_VERSION: &str = concat!(
     "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
      file AS (
-         INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at)
-         VALUES ($1, $2, $3, $3, $4, now())
+         INSERT INTO files (agent_id, path, last_version, current_version, current_bytes, updated_at,
+                            unindexed)
+         VALUES ($1, $2, $3, $3, $4, now(), true)
          ON CONFLICT (agent_id, path) DO UPDATE SET last_version = $3, current_version = $3,
-           current_bytes = $4, updated_at = now()
+           current_bytes = $4, updated_at = now(), unindexed = true
          RETURNING id),
      version AS (
          INSERT INTO versions (file_id, version, bytes, content, sha256)
          SELECT id, $3, $4, $5, $6 FROM file),
      gone AS (",
-    versions_below!("$9"),
+    versions_below!("$8"),
     "),
      old_doc AS (
-         DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log),
-     new_doc AS (
-         INSERT INTO search_docs (agent_id, path, is_log, ref, doc)
-         VALUES ($1, $2, false, $3, array_to_tsvector($7::text[])))
+         DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log)
      INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
      VALUES ($1, $4 - (SELECT COALESCE(sum(bytes), 0) FROM gone),
              CASE WHEN EXISTS (SELECT 1 FROM was WHERE current_version IS NOT NULL)
-                  THEN 0 ELSE 1 END, 0, $8)
+                  THEN 0 ELSE 1 END, 0, $7)
      ON CONFLICT (agent_id) DO UPDATE SET
        total_bytes = agents.total_bytes + excluded.total_bytes,
        file_count = agents.file_count + excluded.file_count,
@@ -65,7 +64,7 @@ const PUT_VERSION: &str = concat!(
 );
 
 /// Where [`PUT_VERSION`]'s `keep_from` is among its parameters.
-const PUT_VERSION_KEEP_FROM: usize = 8;
+const PUT_VERSION_KEEP_FROM: usize = 7;
 
 /// The statements of one call; [`PgCall`] makes them the storage contract.
 impl PgTxn {
@@ -164,7 +163,6 @@ impl PgTxn {
             Box::new(bytes),
             Box::new(content.as_bytes().to_vec()),
             Box::new(content_hash(content)),
-            Box::new(search::lexemes(agent, content)),
             Box::new(self.operation_here()),
             Box::new(0_i64),
         ];
@@ -224,7 +222,8 @@ impl PgTxn {
         let freed: i64 = col(
             &conn.query_one(
                 "WITH gone AS (DELETE FROM versions WHERE file_id = $1 RETURNING bytes),
-                      cleared AS (UPDATE files SET current_version = NULL, current_bytes = NULL
+                      cleared AS (UPDATE files SET current_version = NULL, current_bytes = NULL,
+                                                   unindexed = false
                                   WHERE id = $1),
                       undocumented AS (DELETE FROM search_docs
                                        WHERE agent_id = $2 AND path = $3 AND NOT is_log)
@@ -476,36 +475,20 @@ impl PgTxn {
         let Some(query) = search::query(agent, terms, match_all)? else {
             return Ok(Vec::new());
         };
-        let conn = self.conn_for(agent)?;
-        // The connection's statements never use bitmap scans (see `Pool::connect`), but the
-        // GIN index can only be read by one: for this transaction they may, again.
-        conn.defer_batch("SET LOCAL enable_bitmapscan = on".into());
-        conn.query(
-            "SELECT path, is_log, ref FROM search_docs
-             WHERE agent_id = $1 AND doc @@ $2::text::tsquery AND starts_with(path, $3)
-             ORDER BY ts_rank(doc, $2::text::tsquery) DESC, path, is_log, ref
-             LIMIT $4 OFFSET $5",
-            &[
-                &agent,
-                &query,
-                &prefix,
-                &i64::from(limit),
-                &i64::from(offset),
-            ],
-        )?
-        .iter()
-        .map(|r| {
-            let reference = to_u64(col(r, 2)?);
-            Ok(SearchMatch {
-                path: col(r, 0)?,
-                at: if col(r, 1)? {
-                    MatchRef::LogEntry(reference)
-                } else {
-                    MatchRef::File(reference)
-                },
+        self.matching(agent, &query, prefix, (i64::from(limit), i64::from(offset)))?
+            .iter()
+            .map(|r| {
+                let reference = to_u64(col(r, 2)?);
+                Ok(SearchMatch {
+                    path: col(r, 0)?,
+                    at: if col(r, 1)? {
+                        MatchRef::LogEntry(reference)
+                    } else {
+                        MatchRef::File(reference)
+                    },
+                })
             })
-        })
-        .collect()
+            .collect()
     }
 }
 
