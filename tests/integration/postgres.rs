@@ -441,16 +441,10 @@ fn a_files_document_is_made_by_the_next_search_and_then_kept() {
     };
     let doc = |path: &str, version: i64| (path.to_owned(), version);
     let hits = |query: &str, prefix: &str| -> Vec<String> {
-        let found = s.ok(
+        crate::search::paths(&s.ok(
             "search",
             json!({ "agent_id": "a", "query": query, "prefix": prefix }),
-        );
-        found["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["path"].as_str().unwrap().to_owned())
-            .collect()
+        ))
     };
     s.write("a", "notes/one", "alpha beta");
     s.write("a", "notes/two", "alpha gamma");

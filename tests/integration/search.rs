@@ -11,7 +11,8 @@ fn search(s: &Scratch, agent: &str, query: &str) -> Value {
     s.ok("search", json!({ "agent_id": agent, "query": query }))
 }
 
-fn paths(found: &Value) -> Vec<String> {
+/// The paths of a search's hits, in order.
+pub fn paths(found: &Value) -> Vec<String> {
     found["hits"]
         .as_array()
         .unwrap()
