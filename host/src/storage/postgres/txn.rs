@@ -48,7 +48,7 @@ impl PgCall {
             counted: false,
             version_held: None,
             unindexed: None,
-            to_store: None,
+            to_store: Unindexed::default(),
             pool: Arc::clone(pool),
         })))
     }
@@ -104,7 +104,7 @@ struct PgTxn {
     unindexed: Option<Unindexed>,
     /// Documents a read call's searches made from a snapshot it has left, to store at its end
     /// with those of [`PgTxn::unindexed`].
-    to_store: Option<Unindexed>,
+    to_store: Unindexed,
     /// The pool the call's connections come from and go back to.
     pool: Arc<Pool>,
 }

@@ -80,15 +80,23 @@ pub(super) struct Unindexed {
     /// The prefix they were looked for under.
     prefix: String,
     /// Each file's path.
-    pub(super) paths: Vec<String>,
+    paths: Vec<String>,
     /// Its current version.
-    pub(super) versions: Vec<i64>,
+    versions: Vec<i64>,
     /// Its lexemes ([`search::lexemes`]) joined by spaces: no lexeme holds one (agent ids
     /// are letters, digits, `_` and `-`, words letters and digits).
-    pub(super) lexemes: Vec<String>,
+    lexemes: Vec<String>,
 }
 
 impl Unindexed {
+    /// None yet, looked for under `prefix`.
+    fn under(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+            ..Self::default()
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.paths.is_empty()
     }
@@ -137,19 +145,15 @@ impl PgTxn {
     ) -> Result<Vec<Row>, StoreError> {
         if self.unindexed.as_ref().is_none_or(|u| u.prefix != prefix) {
             self.keep_for_storing();
-            let mut made = self.read_unindexed(agent, prefix)?;
-            if self.mode == Mode::Write && !made.is_empty() {
+            let made = self.read_unindexed(agent, prefix)?;
+            let made = if self.mode == Mode::Write && !made.is_empty() {
                 // Stored before the search below, which then finds them among the rest.
-                let stored = std::mem::replace(
-                    &mut made,
-                    Unindexed {
-                        prefix: prefix.to_owned(),
-                        ..Unindexed::default()
-                    },
-                );
                 self.conn_for(agent)?
-                    .defer(STORE, stored.store_params(agent))?;
-            }
+                    .defer(STORE, made.store_params(agent))?;
+                Unindexed::under(prefix)
+            } else {
+                made
+            };
             self.unindexed = Some(made);
         }
         let made = self.unindexed.take().unwrap_or_default();
@@ -177,10 +181,7 @@ impl PgTxn {
     /// trip when none is marked, made a search after a write search twice: a search of a
     /// hundred documents took 3.2 ms after a write, against 2.6-2.9 ms this way.)
     fn read_unindexed(&mut self, agent: &str, prefix: &str) -> Result<Unindexed, StoreError> {
-        let mut made = Unindexed {
-            prefix: prefix.to_owned(),
-            ..Unindexed::default()
-        };
+        let mut made = Unindexed::under(prefix);
         loop {
             let after = made.paths.last().cloned().unwrap_or_default();
             let page = self
@@ -196,11 +197,8 @@ impl PgTxn {
     /// Moves the documents the call's searches made from its snapshot to those it stores
     /// at its end: a new snapshot (after [`PgTxn::pause`]) or another prefix looks again.
     pub(super) fn keep_for_storing(&mut self) {
-        if let Some(made) = self.unindexed.take().filter(|u| !u.is_empty()) {
-            match &mut self.to_store {
-                Some(kept) => kept.append(made),
-                None => self.to_store = Some(made),
-            }
+        if let Some(made) = self.unindexed.take() {
+            self.to_store.append(made);
         }
     }
 
@@ -209,9 +207,10 @@ impl PgTxn {
     /// count; the lock is the one round trip this adds.
     pub(super) fn store_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
         self.keep_for_storing();
-        let Some(made) = self.to_store.take() else {
+        let made = std::mem::take(&mut self.to_store);
+        if made.is_empty() {
             return Ok(());
-        };
+        }
         let conn = self.conn_mut()?;
         let locked: bool = col(&conn.query_one(TRY_LOCK, &[&agent])?, 0)?;
         if locked {
