@@ -1,9 +1,11 @@
 //! MCP over rmcp: the only module that knows the protocol.
 //!
 //! Tools are listed from the guest crate's catalogue (the WIT's descriptions, schemars'
-//! schemas), the same JSON the component's `json.list-tools` gives embedders;
-//! every call runs on the blocking pool (the guest and SQLite are synchronous) so the stdio
-//! loop keeps reading while calls run. What a caller can fix comes back as a tool result with
+//! schemas), the same JSON the component's `json.list-tools` gives embedders.
+//! A call that writes, or waits on the network, runs on the blocking pool (the guest and the
+//! stores are synchronous) so the loop keeps reading while it runs. Over stdio on a store of
+//! local files, a read runs in place instead: it takes microseconds, less than handing it to
+//! another thread and back. What a caller can fix comes back as a tool result with
 //! `isError: true`; only an unknown tool is a protocol error.
 
 use crate::bindings::ToolError;
@@ -55,6 +57,12 @@ pub struct McpServer {
     /// Whether every request must carry a key's identity (hosted mode). Over stdio one user
     /// owns the process and no request carries one.
     keyed: bool,
+    /// Whether a read call runs on the async worker that received it. Only over stdio, whose
+    /// one client's requests are all the runtime serves (a long read, such as a diff of two
+    /// large files, holds one worker for its length, and no other client waits behind it),
+    /// and only on a store whose reads never wait on the network (see
+    /// [`Service::reads_are_local`]).
+    reads_in_place: bool,
 }
 
 impl McpServer {
@@ -66,6 +74,7 @@ impl McpServer {
             gate: Arc::default(),
             metrics: Arc::default(),
             keyed: false,
+            reads_in_place: false,
         }
     }
 
@@ -88,7 +97,11 @@ impl McpServer {
 
     /// Serves MCP on stdin and stdout until the client closes them.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
-        let running = self.serve(rmcp::transport::stdio_pipes()).await?;
+        let server = Self {
+            reads_in_place: self.service.reads_are_local(),
+            ..self
+        };
+        let running = server.serve(rmcp::transport::stdio_pipes()).await?;
         running.waiting().await?;
         Ok(())
     }
@@ -324,16 +337,21 @@ impl ServerHandler for McpServer {
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
         // The ticket goes with the work: it counts until the work ends, even if the caller has
         // gone away meanwhile.
-        let outcome = tokio::task::spawn_blocking(move || {
+        let work = move || {
             let _ticket = ticket;
             if let Some(caller) = &caller {
                 gate.check(caller, agent_of(&args), access, &service)
                     .map_err(|refusal| (caller.name.clone(), refusal))?;
             }
             Ok(service.call(label, args))
-        })
-        .await
-        .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?;
+        };
+        let outcome = if self.reads_in_place && access == Access::Read {
+            work()
+        } else {
+            tokio::task::spawn_blocking(work)
+                .await
+                .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?
+        };
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err((key, refusal)) => {

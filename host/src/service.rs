@@ -102,6 +102,12 @@ impl Service {
         Self { limits, ..self }
     }
 
+    /// Whether a read call only reads files on this machine, never waiting on the network
+    /// (see [`Backend::reads_are_local`]).
+    pub fn reads_are_local(&self) -> bool {
+        self.backend.reads_are_local()
+    }
+
     /// Existing files of every agent after `after`, for MCP resources (see
     /// [`Backend::all_files`]).
     pub fn all_files(

@@ -144,13 +144,13 @@ class RawServer:
     read its stderr). stderr goes to a file: a pipe nobody reads would fill and stall it.
 
     A process that dies under a call raises `ServerDied`, unless the test killed it itself
-    (`kill`), in which case the call answers None."""
+    (`kill`), in which case the call answers None. `store` replaces `--db db` (a database URL)."""
 
-    def __init__(self, db, errlog, *, log="warn", **env):
+    def __init__(self, db, errlog, *, log="warn", store=None, **env):
         self.errlog = open(errlog, "a+")
         self.killed = False
         self.proc = subprocess.Popen(
-            command("--db", db, "--log", log), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            command(*(store or ["--db", db]), "--log", log), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.errlog, text=True, env=environment(**env))
         self.next_id = 0
         assert self.request("initialize", INITIALIZE) is not None, "the server answered initialize"

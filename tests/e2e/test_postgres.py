@@ -14,7 +14,7 @@ import threading
 
 import pytest
 from conftest import run
-from helpers import Hosted, call, free_port, run_cli
+from helpers import Hosted, RawServer, call, free_port, run_cli
 
 
 def verify(url):
@@ -245,3 +245,24 @@ def test_any_instance_answers_any_request_behind_a_round_robin_balancer(pair, er
     finally:
         balancer.close()
     assert min(balancer.served) >= 5, balancer.served
+
+
+def test_stdio_on_postgresql_reads_writes_and_searches(tmp_path, database):
+    """Over stdio a read on SQLite runs where the request was read; on PostgreSQL, whose
+    reads wait on the network through a driver of their own, every call goes to the blocking
+    pool. One client's session on PostgreSQL, each kind of call once, and a clean exit."""
+    server = RawServer(None, tmp_path / "stderr.log", store=["--database", database])
+    lines = [f"step {i} of the plan" for i in range(30)]
+    first = server.ok("write_file", agent_id="a", path="plan.md", content="\n".join(lines))
+    lines[15] = "step 15, done"
+    second = server.ok("write_file", agent_id="a", path="plan.md", content="\n".join(lines))
+    assert (first["version"], second["version"]) == (1, 2)
+    diff = server.ok("read_file", agent_id="a", path="plan.md", since_version=1)
+    assert diff["current_version"] == 2, diff
+    assert [c["lines"] for c in diff["diff"] if c["op"] == "add"] == [["step 15, done"]], diff
+    assert [f["path"] for f in server.ok("list_files", agent_id="a")["files"]] == ["plan.md"]
+    hits = server.ok("search", agent_id="a", query="done")
+    assert [h["path"] for h in hits["hits"]] == ["plan.md"], hits
+    assert server.ok("append_log", agent_id="a", path="work", entry="read the plan")["entry_id"] == 1
+    assert server.ok("get_usage_stats", agent_id="a")["file_count"] == 1
+    server.close()  # exits 0, without a panic

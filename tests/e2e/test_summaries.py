@@ -6,7 +6,7 @@ import time
 
 import pytest
 from conftest import connect, run
-from helpers import RawServer, StandIn, message_reply
+from helpers import RawServer, StandIn, message, message_reply
 
 KEY = "sk-ant-e2e-NEVER-PRINT-91c2"
 LONG = "".join(f"Paragraph {i}: the migration runs on Friday at 18:00.\n" for i in range(300))
@@ -117,5 +117,39 @@ def test_the_summary_cache_is_per_agent(db, tmp_path):
         assert (b["summary"], b["cached"]) == ("Agent b's summary.", False)
         assert (again["summary"], again["cached"]) == ("Agent a's summary.", True)
         assert len(standin.requests) == 2
+    finally:
+        standin.close()
+
+
+def test_reads_and_writes_are_answered_while_a_summary_waits_for_the_model(db, tmp_path):
+    """Over stdio a read runs on the thread that reads requests: a summary, which waits on
+    the network, must not. With the model taking 3 s, a read and a write sent after the
+    summary are answered first, long before it."""
+    standin = StandIn([], then=message_reply("A slow summary."), delay=3.0)
+    try:
+        server = RawServer(db, tmp_path / "stderr.log", ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=standin.url)
+        server.ok("write_file", agent_id="a", path="plan.md", content=LONG)
+        started = time.monotonic()
+        server.send(message("tools/call", {"name": "summarize_file",
+                                           "arguments": {"agent_id": "a", "path": "plan.md"}}, "summary"))
+        while not standin.requests:  # the summary is with the model now
+            assert time.monotonic() - started < 10, "the summary never reached the model"
+            time.sleep(0.01)
+        server.send(message("tools/call", {"name": "read_file",
+                                           "arguments": {"agent_id": "a", "path": "plan.md",
+                                                         "since_version": 1}}, "read"))
+        server.send(message("tools/call", {"name": "write_file",
+                                           "arguments": {"agent_id": "a", "path": "notes.md",
+                                                         "content": "x"}}, "write"))
+        answers = []
+        for _ in range(3):
+            answer = json.loads(server.proc.stdout.readline())
+            answers.append((answer["id"], round(time.monotonic() - started, 1)))
+            assert "error" not in answer, answer
+        server.close()
+        order = [id for id, _ in answers]
+        assert order[2] == "summary", answers
+        assert sorted(order[:2]) == ["read", "write"], answers
+        assert all(at < 2.5 for id, at in answers if id != "summary"), answers
     finally:
         standin.close()

@@ -6,8 +6,9 @@
 //! writes), `read_file` one select of the newest content. No sandbox, no rules, no counters,
 //! no diff.
 //!
-//! On SQLite (`floor --db FILE`) the statements, prepared once and kept, run on the blocking
-//! pool, as the server's do, at `synchronous = FULL`: one sync a write. On PostgreSQL
+//! On SQLite (`floor --db FILE`) the statements, prepared once and kept, run where the
+//! server's do over stdio: the write on the blocking pool, the read in place on the async
+//! worker that read the request; at `synchronous = FULL`: one sync a write. On PostgreSQL
 //! (`floor --database URL`, no TLS) each is one prepared statement in one round trip on one
 //! connection, at the server's default durability (a commit returns once its WAL is
 //! flushed). The server's write needs two round trips (it reads the file before it decides
@@ -129,12 +130,17 @@ impl ServerHandler for Floor {
         let answer = match self {
             Self::Sqlite(db) => {
                 let db = Arc::clone(db);
-                tokio::task::spawn_blocking(move || {
+                let work = move || {
                     let db = db.lock().unwrap_or_else(|p| p.into_inner());
                     run(&db, &name, &args).map_err(|e| e.to_string())
-                })
-                .await
-                .map_err(|_| McpError::internal_error("the call was abandoned", None))?
+                };
+                if request.name == "read_file" {
+                    work()
+                } else {
+                    tokio::task::spawn_blocking(work)
+                        .await
+                        .map_err(|_| McpError::internal_error("the call was abandoned", None))?
+                }
             }
             Self::Postgres {
                 client,

@@ -280,6 +280,13 @@ impl Backend for Sqlite {
         self.start(Mode::Write, true, limits)
     }
 
+    /// A read syncs nothing: the counts it may write go only when the write lock is free at
+    /// once (see `SqliteTxn::end_read`), and a search's catch-up of its index file is not
+    /// synced either.
+    fn reads_are_local(&self) -> bool {
+        true
+    }
+
     fn all_files(
         &self,
         agents: Option<&[String]>,
