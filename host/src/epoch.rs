@@ -13,11 +13,13 @@ use std::time::Duration;
 /// How often the epoch ticks while a call runs: the granularity of the time limit.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// What the ticker thread is told: how many calls are running, and whether to stop.
+/// What the ticker thread is told: how many calls are running, and whether to stop; and
+/// whether it waits to be told (else it is between ticks, and looks at its next).
 #[derive(Default)]
 struct Orders {
     running: usize,
     stop: bool,
+    waiting: bool,
 }
 
 /// The orders, and the signal that they changed.
@@ -34,7 +36,8 @@ impl Shared {
 
     /// Wakes the thread to read its orders. A notification is a system call whether or not
     /// the thread waits, so it is sent only when the thread must act at once: to start
-    /// ticking, and to stop.
+    /// ticking (and only if it waits: calls one after another mostly find it between ticks),
+    /// and to stop.
     fn wake(&self) {
         self.changed.notify_one();
     }
@@ -62,10 +65,12 @@ impl Ticker {
                 let mut orders = theirs.orders();
                 while !orders.stop {
                     if orders.running == 0 {
+                        orders.waiting = true;
                         orders = theirs
                             .changed
                             .wait(orders)
                             .unwrap_or_else(PoisonError::into_inner);
+                        orders.waiting = false;
                         continue;
                     }
                     drop(orders);
@@ -79,13 +84,13 @@ impl Ticker {
 
     /// Marks a call as running until the value returned goes.
     pub fn running(&self) -> Running<'_> {
-        let first = {
+        let waiting = {
             let mut orders = self.shared.orders();
             orders.running += 1;
-            orders.running == 1
+            orders.waiting
         };
         // Only the first call of a busy spell finds the thread waiting.
-        if first {
+        if waiting {
             self.shared.wake();
         }
         Running { ticker: self }
