@@ -89,7 +89,7 @@ impl Ticker {
             orders.running += 1;
             orders.waiting
         };
-        // Only the first call of a busy spell finds the thread waiting.
+        // Between ticks the thread looks at its orders by itself: only a waiting one is woken.
         if waiting {
             self.shared.wake();
         }

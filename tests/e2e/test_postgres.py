@@ -1,6 +1,7 @@
 """Two server instances on one PostgreSQL database, as a team would run them behind a load
 balancer: the real binary twice, real HTTP, the official SDK, a real database, and a real
-kill -9 in the middle of a storm of writes.
+kill -9 in the middle of a storm of writes. And one client's session over stdio, where calls
+on PostgreSQL run apart from the loop that reads requests.
 
 The server comes from SCRATCHPAD_TEST_POSTGRES (a postgres:// URL of a role that may create
 databases); each test gets a database of its own. Without it these tests are skipped, unless
