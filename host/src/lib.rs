@@ -52,7 +52,7 @@ pub mod storage;
 pub mod summariser;
 pub mod writers;
 
-pub use service::{CallError, Service};
+pub use service::{Answer, CallError, Service};
 pub use settings::Settings;
 
 use std::sync::Arc;

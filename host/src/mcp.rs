@@ -343,7 +343,7 @@ impl ServerHandler for McpServer {
                 gate.check(caller, agent_of(&args), access, &service)
                     .map_err(|refusal| (caller.name.clone(), refusal))?;
             }
-            Ok(service.call(label, args))
+            Ok(service.answer(label, args))
         };
         let outcome = if self.reads_in_place && access == Access::Read {
             work()
@@ -364,7 +364,11 @@ impl ServerHandler for McpServer {
         let result = if outcome.is_ok() { "ok" } else { "error" };
         self.metrics.record(label, result, started.elapsed());
         match outcome {
-            Ok(value) => Ok(CallToolResult::structured(value).into()),
+            Ok(answer) => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
+                result.structured_content = Some(answer.json);
+                Ok(result.into())
+            }
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
         }
     }

@@ -71,6 +71,21 @@ pub fn agent_of(args: &Map<String, Value>) -> &str {
         .unwrap_or_default()
 }
 
+/// A tool's answer, checked: the guest's JSON text and the value it parses to.
+///
+/// The text goes to the client as it came, not written again from the value (for a read
+/// since a version, writing it again took 1.9 µs of the call's 45). The guest writes
+/// compact JSON in its fields' order, which is exactly what the value would be written as;
+/// and whatever text parses at all reads, in any JSON parser that takes a repeated key's last
+/// value as this one does, as the value the host checked.
+#[derive(Debug)]
+pub struct Answer {
+    /// The answer, as checked: the structured content.
+    pub json: Value,
+    /// The same as JSON text: the text content.
+    pub text: String,
+}
+
 /// The scratchpad: the guest's rules over a store and a summariser.
 pub struct Service {
     /// Runs the guest, in an instance of the call's agent's own.
@@ -131,6 +146,12 @@ impl Service {
 
     /// Calls the tool `name` with MCP arguments; the result is the tool's structured content.
     pub fn call(&self, name: &str, args: Map<String, Value>) -> Result<Value, CallError> {
+        self.answer(name, args).map(|answer| answer.json)
+    }
+
+    /// [`Service::call`], with the answer's JSON text too: what an MCP server sends as the
+    /// text content beside the structured content.
+    pub fn answer(&self, name: &str, args: Map<String, Value>) -> Result<Answer, CallError> {
         let tool = ToolName::parse(name).ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
         let started = Instant::now();
         // One span a call: tool, agent, outcome, duration; never content or keys.
@@ -149,7 +170,7 @@ impl Service {
     /// [`Writers`]), and runs again, [`ATTEMPTS`] times at most, while its store finds that
     /// another process changed the agent's data under it ([`Txn::conflicted`]); the last
     /// run holds the write lock from its start.
-    fn run(&self, tool: ToolName, args: &Map<String, Value>) -> Result<Value, CallError> {
+    fn run(&self, tool: ToolName, args: &Map<String, Value>) -> Result<Answer, CallError> {
         let mode = mode_of(tool);
         let agent = agent_of(args);
         let _turn = (mode == Mode::Write).then(|| self.writers.turn(agent));
@@ -175,7 +196,7 @@ impl Service {
         args: &Map<String, Value>,
         arguments: &str,
         begin: impl FnOnce() -> Result<Box<dyn Txn>, StoreError>,
-    ) -> Option<Result<Value, CallError>> {
+    ) -> Option<Result<Answer, CallError>> {
         let agent = agent_of(args);
         let txn = match begin() {
             Ok(txn) => txn,
@@ -196,7 +217,7 @@ impl Service {
             ran.txn
                 .commit(agent)
                 .map_err(|e| CallError::Storage(e.into()))?;
-            Ok(json)
+            Ok(Answer { json, text })
         };
         Some(finish())
     }

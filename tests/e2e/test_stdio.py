@@ -189,10 +189,27 @@ def test_summarize_without_a_key(db, era):
 
 
 def test_text_content_mirrors_structured_content(db, era):
+    """The text content is the guest's own JSON text, passed through: it must be exactly the
+    structured content written compactly, in the same key order, for every kind of answer."""
+
     async def go():
         async with connect(db, era) as s:
-            result = await s.client.call_tool("write_file", {"agent_id": "a", "path": "f", "content": "x"})
-            assert json.loads(result.content[0].text) == result.structured_content
+            calls = [
+                ("write_file", {"agent_id": "a", "path": "f", "content": "x\n\"é\"\t✓"}),
+                ("write_file", {"agent_id": "a", "path": "f", "content": "y\n\"é\"\t✓"}),
+                ("read_file", {"agent_id": "a", "path": "f", "since_version": 1}),
+                ("append_log", {"agent_id": "a", "path": "l", "entry": {"b": [1, 2.5, None], "a": "ü"}}),
+                ("read_log", {"agent_id": "a", "path": "l"}),
+                ("list_files", {"agent_id": "a"}),
+                ("get_usage_stats", {"agent_id": "a"}),
+            ]
+            for name, args in calls:
+                result = await s.client.call_tool(name, args)
+                assert not result.is_error, (name, result.content)
+                text = result.content[0].text
+                assert json.loads(text) == result.structured_content, name
+                compact = json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False)
+                assert text == compact, name
 
     run(go())
 
