@@ -282,7 +282,8 @@ impl Backend for Sqlite {
 
     /// A read syncs nothing: the counts it may write go only when the write lock is free at
     /// once (see `SqliteTxn::end_read`), and a search's catch-up of its index file is not
-    /// synced either.
+    /// synced either. Only a summary a read caches is synced, and the one tool that caches
+    /// them waits on the model anyway, so no transport runs it in place.
     fn reads_are_local(&self) -> bool {
         true
     }
