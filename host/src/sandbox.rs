@@ -158,7 +158,8 @@ impl Sandbox {
 
     /// Calls `tool` with JSON `arguments` through the `json` export, as the service does:
     /// only that export's functions are looked up in the instance (the generated bindings'
-    /// own instantiation would look up and type-check every export of the world).
+    /// own instantiation would look up and type-check every export of the world), once for
+    /// each instance, not at every call it serves.
     pub fn call_json(
         &self,
         state: CallState,
@@ -168,10 +169,12 @@ impl Sandbox {
         Result<Result<String, json::CallError>, SandboxError>,
         CallState,
     ) {
-        self.run(state, |instance, store| {
-            self.json
-                .load(&mut *store, instance)?
-                .call_call(store, tool, arguments)
+        self.serve(state, |ready, store| {
+            let json = match &mut ready.json {
+                Some(json) => json,
+                empty => empty.insert(self.json.load(&mut *store, &ready.instance)?),
+            };
+            json.call_call(store, tool, arguments)
         })
     }
 
@@ -184,45 +187,58 @@ impl Sandbox {
         state: CallState,
         call: impl FnOnce(&Instance, &mut Store<InstanceState>) -> wasmtime::Result<R>,
     ) -> (Result<R, SandboxError>, CallState) {
+        self.serve(state, |ready, store| call(&ready.instance, store))
+    }
+
+    /// [`Sandbox::run`], with what the calls before looked up in the instance.
+    fn serve<R>(
+        &self,
+        state: CallState,
+        call: impl FnOnce(&mut Ready, &mut Store<InstanceState>) -> wasmtime::Result<R>,
+    ) -> (Result<R, SandboxError>, CallState) {
         let agent = state.agent().to_owned();
         let (slot, kept) = self.slots.take(&agent);
-        let (mut store, instance) = match kept {
-            Some(kept) => (kept.store, Some(kept.instance)),
+        let (mut store, ready) = match kept {
+            Some(kept) => (kept.store, Some(kept.ready)),
             None => (self.store(), None),
         };
         store.data_mut().serve(state);
         let _running = self.ticker.running();
         store.set_epoch_deadline(1);
-        let result = match instance {
-            Some(instance) => Ok(instance),
-            None => self.pre.instance_pre().instantiate(&mut store),
+        let result = match ready {
+            Some(ready) => Ok(ready),
+            None => self
+                .pre
+                .instance_pre()
+                .instantiate(&mut store)
+                .map(|instance| Ready {
+                    instance,
+                    json: None,
+                }),
         }
-        .and_then(|instance| call(&instance, &mut store).map(|answer| (instance, answer)));
-        let result = result.map_err(|e| {
-            let error = SandboxError::from_wasmtime(&e, &store.data().bounds);
-            tracing::warn!(error = %e, "guest call failed");
-            error
-        });
+        .and_then(|mut ready| call(&mut ready, &mut store).map(|answer| (ready, answer)));
+        let (result, ready) = match result {
+            Ok((ready, answer)) => (Ok(answer), Some(ready)),
+            Err(e) => {
+                let error = SandboxError::from_wasmtime(&e, &store.data().bounds);
+                tracing::warn!(error = %e, "guest call failed");
+                (Err(error), None)
+            }
+        };
         let state = store
             .data_mut()
             .served()
             .expect("the store served this call until now");
-        if let Ok((instance, _)) = &result
+        if let Some(ready) = ready
             && keepable(&store)
         {
-            slot.keep(
-                agent,
-                Kept {
-                    store,
-                    instance: *instance,
-                },
-            );
+            slot.keep(agent, Kept { store, ready });
         } else {
             // The store goes before the slot: wasmtime has the instance back first.
             drop(store);
             drop(slot);
         }
-        (result.map(|(_, answer)| answer), state)
+        (result, state)
     }
 
     /// A store for a fresh instance, with its memory limiter and CPU bound.
@@ -302,7 +318,14 @@ fn pool(keep_resident: bool) -> PoolingAllocationConfig {
 /// An instance kept for its agent's next call, in the store it was made in.
 struct Kept {
     store: Store<InstanceState>,
+    ready: Ready,
+}
+
+/// An instance, and the `json` export's functions once a call has looked them up (the
+/// look-up type-checks them, a microsecond or two a call).
+struct Ready {
     instance: Instance,
+    json: Option<json::Guest>,
 }
 
 /// The gate in front of the pool: wasmtime refuses an instance when every slot is taken, so
