@@ -32,8 +32,6 @@ impl<'a> Line<'a> {
     /// Searched eight bytes at a time: `str::split` searches four at a time in the component
     /// (its words are `usize`), and splitting both texts was a tenth of a component read.
     fn all(text: &'a str) -> Vec<Self> {
-        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-        const LOW_SEVEN: u64 = 0x7f * ONES;
         let bytes = text.as_bytes();
         let mut lines = Vec::new();
         let mut start = 0;
@@ -43,9 +41,7 @@ impl<'a> Line<'a> {
         };
         let (words, rest) = bytes.as_chunks::<8>();
         for (i, word) in words.iter().enumerate() {
-            // Zero where a byte is `\n`; then the high bit set in exactly those bytes.
-            let x = u64::from_le_bytes(*word) ^ (u64::from(b'\n') * ONES);
-            let mut newlines = !(((x & LOW_SEVEN) + LOW_SEVEN) | x | LOW_SEVEN);
+            let mut newlines = newlines_in(*word);
             while newlines != 0 {
                 end_at(i * 8 + newlines.trailing_zeros() as usize / 8);
                 newlines &= newlines - 1;
@@ -77,6 +73,199 @@ impl PartialEq for Line<'_> {
 
 impl Eq for Line<'_> {}
 
+/// The bytes of `word` that are `\n`: the high bit of each set, every other bit clear.
+fn newlines_in(word: [u8; 8]) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const LOW_SEVEN: u64 = 0x7f * ONES;
+    // Zero where a byte is `\n`; then the high bit set in exactly those bytes.
+    let x = u64::from_le_bytes(word) ^ (u64::from(b'\n') * ONES);
+    !(((x & LOW_SEVEN) + LOW_SEVEN) | x | LOW_SEVEN)
+}
+
+/// How many `\n` bytes `bytes` holds, counted eight at a time.
+fn count_newlines(bytes: &[u8]) -> usize {
+    let (words, rest) = bytes.as_chunks::<8>();
+    let whole: usize = words
+        .iter()
+        .map(|w| newlines_in(*w).count_ones() as usize)
+        .sum();
+    whole + rest.iter().filter(|b| **b == b'\n').count()
+}
+
+/// How many bytes `a` and `b` share at their start, compared eight at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let (a_words, _) = a.as_chunks::<8>();
+    let (b_words, _) = b.as_chunks::<8>();
+    for (i, (x, y)) in a_words.iter().zip(b_words).enumerate() {
+        let differ = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
+        if differ != 0 {
+            return i * 8 + differ.trailing_zeros() as usize / 8;
+        }
+    }
+    let done = a_words.len().min(b_words.len()) * 8;
+    done + a[done..]
+        .iter()
+        .zip(&b[done..])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many bytes `a` and `b` share at their end, compared eight at a time.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let (_, a_words) = a.as_rchunks::<8>();
+    let (_, b_words) = b.as_rchunks::<8>();
+    for (i, (x, y)) in a_words.iter().rev().zip(b_words.iter().rev()).enumerate() {
+        let differ = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
+        if differ != 0 {
+            return i * 8 + differ.leading_zeros() as usize / 8;
+        }
+    }
+    let done = a_words.len().min(b_words.len()) * 8;
+    done + a[..a.len() - done]
+        .iter()
+        .rev()
+        .zip(b[..b.len() - done].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The whole lines two different texts share at their start and at their end, found by
+/// comparing bytes: a small change to a long text leaves most of its lines there, and only
+/// the lines between need splitting and diffing (splitting both texts and comparing them
+/// line by line was most of a component read's diff).
+///
+/// Positions count each text as if a `\n` followed its last line, so that every line ends
+/// in one: the last line then compares as any other.
+struct Shared {
+    /// Where the shared start ends, in both texts: after a `\n`, or 0.
+    head_end: usize,
+    /// The lines of the shared start.
+    head_lines: usize,
+    /// Where the shared end starts in the old text and in the new: after a `\n`, or at
+    /// `head_end`.
+    tail_start: (usize, usize),
+    /// The lines of the shared end.
+    tail_lines: usize,
+}
+
+impl Shared {
+    /// What `old` and `new`, two different texts, share.
+    fn of(old: &str, new: &str) -> Self {
+        let (a, b) = (old.as_bytes(), new.as_bytes());
+        let byte = |text: &[u8], at: usize| text.get(at).copied().unwrap_or(b'\n');
+        // The shared start, to the end of its last whole line.
+        let mut shared = common_prefix(a, b);
+        if (shared == a.len()) != (shared == b.len()) && byte(a, shared) == byte(b, shared) {
+            shared += 1;
+        }
+        let head_end = if shared > a.len() {
+            shared
+        } else {
+            a[..shared]
+                .iter()
+                .rposition(|c| *c == b'\n')
+                .map_or(0, |at| at + 1)
+        };
+        let head_lines =
+            count_newlines(&a[..head_end.min(a.len())]) + usize::from(head_end > a.len());
+        let ends = (a.len() + 1, b.len() + 1);
+        if head_end == ends.0 || head_end == ends.1 {
+            return Self {
+                head_end,
+                head_lines,
+                tail_start: ends,
+                tail_lines: 0,
+            };
+        }
+        // The shared end of what is left, to the start of its first whole line.
+        let shared = 1 + common_suffix(&a[head_end..], &b[head_end..]);
+        let (mut start_a, mut start_b) = (ends.0 - shared, ends.1 - shared);
+        let line_start = |text: &[u8], at: usize| at == head_end || text[at - 1] == b'\n';
+        if !(line_start(a, start_a) && line_start(b, start_b)) {
+            let first = a[start_a..]
+                .iter()
+                .position(|c| *c == b'\n')
+                .map_or(ends.0 - start_a, |at| at + 1);
+            start_a += first;
+            start_b += first;
+        }
+        let tail_lines = if start_a == ends.0 {
+            0
+        } else {
+            1 + count_newlines(&a[start_a..])
+        };
+        Self {
+            head_end,
+            head_lines,
+            tail_start: (start_a, start_b),
+            tail_lines,
+        }
+    }
+
+    /// The lines of `text` between the shared start and `end`, where its shared end starts.
+    fn middle<'a>(&self, text: &'a str, end: usize) -> Vec<Line<'a>> {
+        if end == self.head_end {
+            Vec::new()
+        } else {
+            Line::all(&text[self.head_end..end - 1])
+        }
+    }
+}
+
+/// Some whole lines of a text: a part of it, not yet split, or split.
+#[derive(Clone, Copy)]
+enum Lines<'a> {
+    /// The lines of this text, split on `\n` when they are needed: a shared start or end,
+    /// whose lines a compact diff mostly skips.
+    Text(&'a str),
+    /// Lines the diff compared.
+    Split(&'a [Line<'a>]),
+}
+
+impl Lines<'_> {
+    /// Every line, owned.
+    fn all(self) -> Vec<String> {
+        match self {
+            Lines::Text(text) => text.split('\n').map(str::to_owned).collect(),
+            Lines::Split(lines) => lines.iter().map(|l| l.0.to_owned()).collect(),
+        }
+    }
+
+    /// The first `n` lines, owned: no more than that many are split.
+    fn first(self, n: usize) -> Vec<String> {
+        match self {
+            Lines::Text(text) => text.split('\n').take(n).map(str::to_owned).collect(),
+            Lines::Split(lines) => Lines::Split(&lines[..n]).all(),
+        }
+    }
+
+    /// The last `n` lines, owned: no more than that many are split.
+    fn last(self, n: usize) -> Vec<String> {
+        match self {
+            Lines::Text(text) => {
+                let mut last: Vec<String> = text.rsplit('\n').take(n).map(str::to_owned).collect();
+                last.reverse();
+                last
+            }
+            Lines::Split(lines) => Lines::Split(&lines[lines.len() - n..]).all(),
+        }
+    }
+}
+
+/// One step from the old text to the new, in order.
+enum Step<'a> {
+    /// `len` lines in both, from line `at.0` of the old text (0-based) and `at.1` of the new.
+    Same {
+        lines: Lines<'a>,
+        len: usize,
+        at: (usize, usize),
+    },
+    /// Lines of the old text only.
+    Removed(&'a [Line<'a>]),
+    /// Lines of the new text only.
+    Added(&'a [Line<'a>]),
+}
+
 /// The chunks that turn `old` into `new`, in order. Two equal texts give one `equal`
 /// chunk (or one `skip` in the compact form). Refining stops after [`DIFF_DEADLINE`].
 pub fn diff(old: &str, new: &str, form: Form) -> Vec<DiffChunk> {
@@ -86,47 +275,101 @@ pub fn diff(old: &str, new: &str, form: Form) -> Vec<DiffChunk> {
 /// [`diff`] with another time budget: once it is spent, what is left unmatched becomes one
 /// remove and one add, still exact, only less compact.
 fn diff_within(old: &str, new: &str, form: Form, budget: Duration) -> Vec<DiffChunk> {
-    let (old_lines, new_lines) = (Line::all(old), Line::all(new));
+    if old == new {
+        let len = count_newlines(old.as_bytes()) + 1;
+        let lines = Lines::Text(old);
+        return chunks(
+            [Step::Same {
+                lines,
+                len,
+                at: (0, 0),
+            }]
+            .into_iter(),
+            form,
+        );
+    }
+    let shared = Shared::of(old, new);
+    let (old_lines, new_lines) = (
+        shared.middle(old, shared.tail_start.0),
+        shared.middle(new, shared.tail_start.1),
+    );
     let deadline = Instant::now().checked_add(budget);
     let ops = capture_diff_slices_deadline(Algorithm::Myers, &old_lines, &new_lines, deadline);
-    let owned = |slice: &[Line]| slice.iter().map(|l| l.0.to_owned()).collect::<Vec<_>>();
-    let last = ops.len().saturating_sub(1);
-    let mut chunks = Vec::with_capacity(ops.len() + 2);
-    for (i, op) in ops.iter().enumerate() {
+    let before = shared.head_lines;
+    let head = (before > 0).then(|| Step::Same {
+        lines: Lines::Text(&old[..shared.head_end - 1]),
+        len: before,
+        at: (0, 0),
+    });
+    let between = steps(&ops, &old_lines, &new_lines, before);
+    let tail = (shared.tail_lines > 0).then(|| Step::Same {
+        lines: Lines::Text(&old[shared.tail_start.0..]),
+        len: shared.tail_lines,
+        at: (before + old_lines.len(), before + new_lines.len()),
+    });
+    chunks(head.into_iter().chain(between).chain(tail), form)
+}
+
+/// The steps of `ops`, a diff of `old` and `new`, lines that start at line `before` of the
+/// texts.
+fn steps<'a>(
+    ops: &'a [DiffOp],
+    old: &'a [Line<'a>],
+    new: &'a [Line<'a>],
+    before: usize,
+) -> impl Iterator<Item = Step<'a>> {
+    ops.iter().flat_map(move |op| {
         let (old_range, new_range) = (op.old_range(), op.new_range());
-        match *op {
-            DiffOp::Equal {
-                old_index,
-                new_index,
-                len,
-            } => {
-                let head = if i == 0 { 0 } else { DIFF_CONTEXT_LINES };
-                let tail = if i == last { 0 } else { DIFF_CONTEXT_LINES };
+        let (removed, added) = (&old[old_range.clone()], &new[new_range.clone()]);
+        let (same, gone, came) = match op {
+            DiffOp::Equal { .. } => (true, false, false),
+            DiffOp::Delete { .. } => (false, true, false),
+            DiffOp::Insert { .. } => (false, false, true),
+            DiffOp::Replace { .. } => (false, true, true),
+        };
+        let same = same.then(|| Step::Same {
+            lines: Lines::Split(removed),
+            len: removed.len(),
+            at: (before + old_range.start, before + new_range.start),
+        });
+        same.into_iter()
+            .chain(gone.then_some(Step::Removed(removed)))
+            .chain(came.then_some(Step::Added(added)))
+    })
+}
+
+/// The chunks of `steps`: in the compact form, a long run of the same lines keeps
+/// [`DIFF_CONTEXT_LINES`] beside each change and is skipped in between.
+fn chunks<'a>(steps: impl Iterator<Item = Step<'a>>, form: Form) -> Vec<DiffChunk> {
+    let mut steps = steps.peekable();
+    let mut chunks = Vec::new();
+    let mut first = true;
+    while let Some(step) = steps.next() {
+        let is_last = steps.peek().is_none();
+        match step {
+            Step::Same { lines, len, at } => {
+                let head = if first { 0 } else { DIFF_CONTEXT_LINES };
+                let tail = if is_last { 0 } else { DIFF_CONTEXT_LINES };
                 if form == Form::Full || len < head + tail + DIFF_MIN_SKIPPED_LINES {
-                    chunks.push(DiffChunk::Equal(owned(&old_lines[old_range])));
-                    continue;
-                }
-                if head > 0 {
-                    chunks.push(DiffChunk::Equal(owned(&old_lines[old_index..][..head])));
-                }
-                chunks.push(DiffChunk::Skip(SkippedLines {
-                    count: line_number(len - head - tail),
-                    old_line: line_number(old_index + head + 1),
-                    new_line: line_number(new_index + head + 1),
-                }));
-                if tail > 0 {
-                    chunks.push(DiffChunk::Equal(owned(
-                        &old_lines[old_index + len - tail..][..tail],
-                    )));
+                    chunks.push(DiffChunk::Equal(lines.all()));
+                } else {
+                    if head > 0 {
+                        chunks.push(DiffChunk::Equal(lines.first(head)));
+                    }
+                    chunks.push(DiffChunk::Skip(SkippedLines {
+                        count: line_number(len - head - tail),
+                        old_line: line_number(at.0 + head + 1),
+                        new_line: line_number(at.1 + head + 1),
+                    }));
+                    if tail > 0 {
+                        chunks.push(DiffChunk::Equal(lines.last(tail)));
+                    }
                 }
             }
-            DiffOp::Delete { .. } => chunks.push(DiffChunk::Remove(owned(&old_lines[old_range]))),
-            DiffOp::Insert { .. } => chunks.push(DiffChunk::Add(owned(&new_lines[new_range]))),
-            DiffOp::Replace { .. } => {
-                chunks.push(DiffChunk::Remove(owned(&old_lines[old_range])));
-                chunks.push(DiffChunk::Add(owned(&new_lines[new_range])));
-            }
+            Step::Removed(lines) => chunks.push(DiffChunk::Remove(Lines::Split(lines).all())),
+            Step::Added(lines) => chunks.push(DiffChunk::Add(Lines::Split(lines).all())),
         }
+        first = false;
     }
     chunks
 }
@@ -451,6 +694,73 @@ mod tests {
             }
             text
         })
+    }
+
+    /// The diff of the texts' lines split whole, with nothing set aside as shared first.
+    fn untrimmed(old: &str, new: &str, form: Form) -> Vec<DiffChunk> {
+        let (old_lines, new_lines) = (Line::all(old), Line::all(new));
+        let ops = capture_diff_slices_deadline(Algorithm::Myers, &old_lines, &new_lines, None);
+        chunks(steps(&ops, &old_lines, &new_lines, 0), form)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5c2a_7c4d), ..ProptestConfig::default() })]
+
+        /// Setting the shared start and end aside changes the work, not the answer's size:
+        /// as many lines removed and added as when the whole texts are diffed, and the new
+        /// text rebuilt. (Where a change sits among repeated lines may differ: the whole
+        /// diff can slide one into what is set aside here.)
+        #[test]
+        fn shared_lines_set_aside_change_as_few_lines(
+            old in text(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), text()), 0..3),
+        ) {
+            // Mostly texts that share a long start and end, as versions of one file do.
+            let mut new = old.clone();
+            for (at, insert) in edits {
+                let at = at.index(new.len() + 1);
+                let at = (0..=at).rev().find(|i| new.is_char_boundary(*i)).unwrap_or(0);
+                new.insert_str(at, &insert);
+            }
+            as_few_lines(&old, &new)?;
+        }
+
+        #[test]
+        fn any_pair_changes_as_few_lines(old in text(), new in text()) {
+            as_few_lines(&old, &new)?;
+        }
+    }
+
+    /// The lines `chunks` remove and add.
+    fn changed(chunks: &[DiffChunk]) -> (usize, usize) {
+        chunks.iter().fold((0, 0), |(removed, added), c| match c {
+            DiffChunk::Remove(lines) => (removed + lines.len(), added),
+            DiffChunk::Add(lines) => (removed, added + lines.len()),
+            _ => (removed, added),
+        })
+    }
+
+    /// Also: what is set aside is every line the texts share at their start and their end,
+    /// as the diff of whole texts would find them.
+    fn as_few_lines(old: &str, new: &str) -> Result<(), TestCaseError> {
+        if old != new {
+            let (a, b) = (Line::all(old), Line::all(new));
+            let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            let tail = a[head..]
+                .iter()
+                .rev()
+                .zip(b[head..].iter().rev())
+                .take_while(|(x, y)| x == y)
+                .count();
+            let shared = Shared::of(old, new);
+            prop_assert_eq!((shared.head_lines, shared.tail_lines), (head, tail));
+        }
+        for form in [Form::Full, Form::Compact] {
+            let chunks = diff(old, new, form);
+            prop_assert_eq!(changed(&chunks), changed(&untrimmed(old, new, form)));
+            prop_assert_eq!(apply(old, &chunks).unwrap(), new);
+        }
+        Ok(())
     }
 
     proptest! {
