@@ -120,29 +120,35 @@ pub fn file_row(conn: &Connection, agent: &str, path: &str) -> Result<Option<Fil
     .map_err(Error::from)
 }
 
-/// See `stat-file` in the WIT.
+/// The statement behind [`stat_file`]: answered from the files' and the versions' indexes,
+/// never from a version's row (see `versions_meta` in [`crate::schema`]).
+pub(crate) const STAT_FILE: &str =
+    "SELECT f.last_version, v.version, v.bytes, v.created_at, v.sha256
+     FROM files f LEFT JOIN versions v ON v.file_id = f.id
+     WHERE f.agent_id = ?1 AND f.path = ?2 ORDER BY v.version";
+
+/// See `stat-file` in the WIT. One statement, the file's row joined to its kept versions:
+/// every read stats its file first, and a second statement for the versions was a
+/// microsecond of it.
 pub fn stat_file(conn: &Connection, agent: &str, path: &str) -> Result<Option<FileState>, Error> {
-    let Some(row) = file_row(conn, agent, path)? else {
-        return Ok(None);
-    };
-    let kept = conn
-        .prepare_cached(
-            "SELECT version, bytes, created_at, sha256 FROM versions WHERE file_id = ?1
-             ORDER BY version",
-        )?
-        .query_map([row.id], |r| {
-            Ok(VersionInfo {
-                version: to_u64(r.get(0)?),
-                bytes: to_u64(r.get(1)?),
-                created_at: r.get(2)?,
-                sha256: r.get(3)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(FileState {
-        last_version: row.last_version,
-        kept,
-    }))
+    let mut statement = conn.prepare_cached(STAT_FILE)?;
+    let mut rows = statement.query(params![agent, path])?;
+    let mut state = None;
+    while let Some(r) = rows.next()? {
+        let state = state.get_or_insert(FileState {
+            last_version: to_u64(r.get(0)?),
+            kept: Vec::new(),
+        });
+        if let Some(version) = r.get::<_, Option<i64>>(1)? {
+            state.kept.push(VersionInfo {
+                version: to_u64(version),
+                bytes: to_u64(r.get(2)?),
+                created_at: r.get(3)?,
+                sha256: r.get(4)?,
+            });
+        }
+    }
+    Ok(state)
 }
 
 /// The statement behind [`read_version`]: a join on bound values (see [`crate::keep_statements`]).

@@ -9,8 +9,9 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 /// [`rows::Tally::changes`](crate::rows::Tally::changes)), the hash of each log entry's
 /// body, and moved the index to a file of its own ([`index`]); 6 a checksum in every page
 /// ([`pages`](crate::pages), which rewrites the file before [`migrate`] runs), so that a
-/// build that would write pages without them refuses the store.
-pub const SCHEMA_VERSION: i64 = 6;
+/// build that would write pages without them refuses the store; 7 an index of the versions'
+/// numbers, sizes, times and hashes (`versions_meta`), so that a stat reads no content.
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Files, versions, log entries, summaries and the agents' counters. The per-log rows are in
 /// [`logs::SCHEMA`]; the search index is in a file of its own ([`index`]).
@@ -46,6 +47,10 @@ CREATE TABLE IF NOT EXISTS versions (
     sha256     TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (file_id, version)
 );
+-- Everything a stat of a file reads of its versions. In a row, created_at and sha256 come
+-- after the content, and SQLite reaches them only by walking the content's overflow pages:
+-- a stat of a file with ten 1 MiB versions read 10 MiB, 3.4 ms, at every read and write.
+CREATE INDEX IF NOT EXISTS versions_meta ON versions (file_id, version, bytes, created_at, sha256);
 CREATE TABLE IF NOT EXISTS log_entries (
     agent_id   TEXT NOT NULL,
     path       TEXT NOT NULL,
