@@ -179,29 +179,37 @@ mod tests {
 
     /// A stat of a file, which every read and write makes, reads its versions from an index
     /// and no version's row: reaching the time and hash in a row means walking the content's
-    /// overflow pages first, all of a large file's kept versions at every call.
+    /// overflow pages first, all of a large file's kept versions at every call. So in a new
+    /// store, and in one of schema 6, which had no such index, once it is opened.
     #[test]
     fn a_stat_reads_no_content() {
-        let conn = Connection::open_in_memory().unwrap();
-        schema::migrate(&conn).unwrap();
-        let big = "x".repeat(1 << 16);
-        for version in 1..=3 {
-            rows::put_version(&conn, "a", "f", version, &big, version > 1).unwrap();
+        for upgraded in [false, true] {
+            let conn = Connection::open_in_memory().unwrap();
+            schema::migrate(&conn).unwrap();
+            let big = "x".repeat(1 << 16);
+            for version in 1..=3 {
+                rows::put_version(&conn, "a", "f", version, &big, version > 1).unwrap();
+            }
+            if upgraded {
+                conn.execute_batch("DROP INDEX versions_meta; PRAGMA user_version = 6;")
+                    .unwrap();
+                schema::migrate(&conn).unwrap();
+            }
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", rows::STAT_FILE))
+                .unwrap()
+                .query_map(rusqlite::params!["a", "f"], |r| r.get(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains("SEARCH v USING COVERING INDEX versions_meta")),
+                "upgraded: {upgraded}, {plan:?}"
+            );
+            let state = rows::stat_file(&conn, "a", "f").unwrap().unwrap();
+            let kept: Vec<u64> = state.kept.iter().map(|v| v.version).collect();
+            assert_eq!((state.last_version, kept), (3, vec![1, 2, 3]));
         }
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", rows::STAT_FILE))
-            .unwrap()
-            .query_map(rusqlite::params!["a", "f"], |r| r.get(3))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert!(
-            plan.iter()
-                .any(|step| step.contains("SEARCH v USING COVERING INDEX versions_meta")),
-            "{plan:?}"
-        );
-        let state = rows::stat_file(&conn, "a", "f").unwrap().unwrap();
-        let kept: Vec<u64> = state.kept.iter().map(|v| v.version).collect();
-        assert_eq!((state.last_version, kept), (3, vec![1, 2, 3]));
     }
 }

@@ -324,8 +324,12 @@ fn a_store_from_before_version_hashes_gets_them_on_open() {
     s.write("a", "deploy.md", "a second version of the deploy notes");
     s.stop();
     let db = crate::common::sql(&s.db());
-    db.execute_batch("ALTER TABLE versions DROP COLUMN sha256; PRAGMA user_version = 2;")
-        .unwrap();
+    // Schema 2 had neither the column nor the index of the versions' metadata (schema 7).
+    db.execute_batch(
+        "DROP INDEX versions_meta; ALTER TABLE versions DROP COLUMN sha256;
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
     drop(db);
     s.restart();
     assert!(admin::verify(&s.db()).unwrap().ok());
