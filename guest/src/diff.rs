@@ -61,13 +61,7 @@ impl<'a> Line<'a> {
 impl PartialEq for Line<'_> {
     fn eq(&self, other: &Self) -> bool {
         let (a, b) = (self.0.as_bytes(), other.0.as_bytes());
-        let ((a_words, a_rest), (b_words, b_rest)) = (a.as_chunks::<8>(), b.as_chunks::<8>());
-        a.len() == b.len()
-            && a_words
-                .iter()
-                .zip(b_words)
-                .all(|(x, y)| u64::from_ne_bytes(*x) == u64::from_ne_bytes(*y))
-            && a_rest.iter().zip(b_rest).all(|(x, y)| x == y)
+        a.len() == b.len() && common_prefix(a, b) == a.len()
     }
 }
 
@@ -202,13 +196,19 @@ impl Shared {
         }
     }
 
-    /// The lines of `text` between the shared start and `end`, where its shared end starts.
-    fn middle<'a>(&self, text: &'a str, end: usize) -> Vec<Line<'a>> {
-        if end == self.head_end {
-            Vec::new()
-        } else {
-            Line::all(&text[self.head_end..end - 1])
-        }
+    /// The lines of `old` and of `new` between the shared start and the shared end.
+    fn middles<'a>(&self, old: &'a str, new: &'a str) -> (Vec<Line<'a>>, Vec<Line<'a>>) {
+        let middle = |text: &'a str, end: usize| {
+            if end == self.head_end {
+                Vec::new()
+            } else {
+                Line::all(&text[self.head_end..end - 1])
+            }
+        };
+        (
+            middle(old, self.tail_start.0),
+            middle(new, self.tail_start.1),
+        )
     }
 }
 
@@ -283,16 +283,12 @@ fn diff_within(old: &str, new: &str, form: Form, budget: Duration) -> Vec<DiffCh
                 lines,
                 len,
                 at: (0, 0),
-            }]
-            .into_iter(),
+            }],
             form,
         );
     }
     let shared = Shared::of(old, new);
-    let (old_lines, new_lines) = (
-        shared.middle(old, shared.tail_start.0),
-        shared.middle(new, shared.tail_start.1),
-    );
+    let (old_lines, new_lines) = shared.middles(old, new);
     let deadline = Instant::now().checked_add(budget);
     let ops = capture_diff_slices_deadline(Algorithm::Myers, &old_lines, &new_lines, deadline);
     let before = shared.head_lines;
@@ -321,34 +317,39 @@ fn steps<'a>(
     ops.iter().flat_map(move |op| {
         let (old_range, new_range) = (op.old_range(), op.new_range());
         let (removed, added) = (&old[old_range.clone()], &new[new_range.clone()]);
-        let (same, gone, came) = match op {
-            DiffOp::Equal { .. } => (true, false, false),
-            DiffOp::Delete { .. } => (false, true, false),
-            DiffOp::Insert { .. } => (false, false, true),
-            DiffOp::Replace { .. } => (false, true, true),
-        };
-        let same = same.then(|| Step::Same {
-            lines: Lines::Split(removed),
-            len: removed.len(),
-            at: (before + old_range.start, before + new_range.start),
-        });
-        same.into_iter()
-            .chain(gone.then_some(Step::Removed(removed)))
-            .chain(came.then_some(Step::Added(added)))
+        match op {
+            DiffOp::Equal { .. } => [
+                Some(Step::Same {
+                    lines: Lines::Split(removed),
+                    len: removed.len(),
+                    at: (before + old_range.start, before + new_range.start),
+                }),
+                None,
+            ],
+            DiffOp::Delete { .. } => [Some(Step::Removed(removed)), None],
+            DiffOp::Insert { .. } => [Some(Step::Added(added)), None],
+            DiffOp::Replace { .. } => [Some(Step::Removed(removed)), Some(Step::Added(added))],
+        }
+        .into_iter()
+        .flatten()
     })
 }
 
 /// The chunks of `steps`: in the compact form, a long run of the same lines keeps
 /// [`DIFF_CONTEXT_LINES`] beside each change and is skipped in between.
-fn chunks<'a>(steps: impl Iterator<Item = Step<'a>>, form: Form) -> Vec<DiffChunk> {
-    let mut steps = steps.peekable();
+fn chunks<'a>(steps: impl IntoIterator<Item = Step<'a>>, form: Form) -> Vec<DiffChunk> {
+    let mut steps = steps.into_iter().peekable();
     let mut chunks = Vec::new();
-    let mut first = true;
     while let Some(step) = steps.next() {
         let is_last = steps.peek().is_none();
         match step {
             Step::Same { lines, len, at } => {
-                let head = if first { 0 } else { DIFF_CONTEXT_LINES };
+                // Every step makes a chunk: none yet means this is the first step.
+                let head = if chunks.is_empty() {
+                    0
+                } else {
+                    DIFF_CONTEXT_LINES
+                };
                 let tail = if is_last { 0 } else { DIFF_CONTEXT_LINES };
                 if form == Form::Full || len < head + tail + DIFF_MIN_SKIPPED_LINES {
                     chunks.push(DiffChunk::Equal(lines.all()));
@@ -369,7 +370,6 @@ fn chunks<'a>(steps: impl Iterator<Item = Step<'a>>, form: Form) -> Vec<DiffChun
             Step::Removed(lines) => chunks.push(DiffChunk::Remove(Lines::Split(lines).all())),
             Step::Added(lines) => chunks.push(DiffChunk::Add(Lines::Split(lines).all())),
         }
-        first = false;
     }
     chunks
 }
