@@ -560,11 +560,13 @@ fn other_tools(c: &mut Criterion) {
     assert_eq!(model.requests(), 0, "every summary came from the cache");
 }
 
-/// The same durable write and reads issued straight to SQLite with the store's pragmas: the
-/// floor under a write_file + read_file pair.
+/// The same durable write and reads issued straight to SQLite with the store's pragmas, its
+/// statements kept prepared as the store keeps its own: the floor under a write_file +
+/// read_file pair.
 fn sqlite_floor(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let db = rusqlite::Connection::open(dir.path().join("floor.db")).unwrap();
+    scratchpad_store::keep_statements(&db).unwrap();
     db.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
          CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE, version INTEGER);
@@ -578,7 +580,7 @@ fn sqlite_floor(c: &mut Criterion) {
         b.iter(|| {
             let v = version.get() + 1;
             version.set(v);
-            db.execute_batch("BEGIN IMMEDIATE").unwrap();
+            scratchpad_store::control(&db, "BEGIN IMMEDIATE").unwrap();
             db.prepare_cached("INSERT INTO versions VALUES (1, ?1, ?2)")
                 .unwrap()
                 .execute(rusqlite::params![v, document(v as usize)])
@@ -591,8 +593,8 @@ fn sqlite_floor(c: &mut Criterion) {
                 .unwrap()
                 .execute([v - 9])
                 .unwrap();
-            db.execute_batch("COMMIT").unwrap();
-            db.execute_batch("BEGIN").unwrap();
+            scratchpad_store::control(&db, "COMMIT").unwrap();
+            scratchpad_store::control(&db, "BEGIN").unwrap();
             let mut read = db
                 .prepare_cached("SELECT content FROM versions WHERE file_id = 1 AND version = ?1")
                 .unwrap();
@@ -602,7 +604,7 @@ fn sqlite_floor(c: &mut Criterion) {
                     .unwrap(),
             );
             drop(read);
-            db.execute_batch("COMMIT").unwrap();
+            scratchpad_store::control(&db, "COMMIT").unwrap();
         })
     });
     group.finish();

@@ -56,6 +56,16 @@ fn text<'a>(args: &'a Map<String, Value>, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The floor's write on SQLite: the next version of a document, in one statement.
+const WRITE: &str = "INSERT INTO docs (agent, path, version, content)
+     SELECT ?1, ?2, coalesce(max(version), 0) + 1, ?3 FROM docs
+     WHERE agent = ?1 AND path = ?2
+     RETURNING version";
+
+/// The floor's read on SQLite: a document's newest version.
+const READ: &str = "SELECT version, content FROM docs WHERE agent = ?1 AND path = ?2
+     ORDER BY version DESC LIMIT 1";
+
 /// Runs one tool's statement on SQLite, prepared once and kept (as the server keeps its
 /// own): a floor that parsed its SQL again at every call would flatter the server.
 fn run(db: &Connection, tool: &str, args: &Map<String, Value>) -> rusqlite::Result<Value> {
@@ -63,21 +73,13 @@ fn run(db: &Connection, tool: &str, args: &Map<String, Value>) -> rusqlite::Resu
     match tool {
         "write_file" => {
             let version: i64 = db
-                .prepare_cached(
-                    "INSERT INTO docs (agent, path, version, content)
-                     SELECT ?1, ?2, coalesce(max(version), 0) + 1, ?3 FROM docs
-                     WHERE agent = ?1 AND path = ?2
-                     RETURNING version",
-                )?
+                .prepare_cached(WRITE)?
                 .query_row(params![agent, path, text(args, "content")], |r| r.get(0))?;
             Ok(json!({ "path": path, "version": version }))
         }
         _ => {
             let (version, content): (i64, String) = db
-                .prepare_cached(
-                    "SELECT version, content FROM docs WHERE agent = ?1 AND path = ?2
-                     ORDER BY version DESC LIMIT 1",
-                )?
+                .prepare_cached(READ)?
                 .query_row(params![agent, path], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(json!({ "path": path, "current_version": version, "content": content }))
         }
@@ -194,9 +196,13 @@ async fn postgres(url: &str) -> Result<Floor, tokio_postgres::Error> {
     })
 }
 
-/// The floor on the SQLite file at `path`.
-fn sqlite(path: &str) -> rusqlite::Result<Floor> {
+/// The floor on the SQLite file at `path`, its connection set up as the server's are
+/// ([`scratchpad_store::keep_statements`]): without the query planner stability guarantee,
+/// SQLite plans the select again at every read, since its bound values might change the plan
+/// (STAT4), and the floor would be slower than its bare statements by a parse and a plan.
+fn sqlite(path: &str) -> Result<Floor, Box<dyn std::error::Error>> {
     let conn = Connection::open(path)?;
+    scratchpad_store::keep_statements(&conn)?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
          CREATE TABLE IF NOT EXISTS docs (agent TEXT, path TEXT, version INTEGER, content TEXT,
@@ -232,4 +238,39 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     ended?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::StatementStatus;
+
+    /// The floor's statements are parsed and planned once, however the values bound to them
+    /// change from call to call (without [`scratchpad_store::keep_statements`], every read and
+    /// write is planned again).
+    #[test]
+    fn a_statement_run_again_is_not_planned_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let Floor::Sqlite(db) = sqlite(dir.path().join("floor.db").to_str().unwrap()).unwrap()
+        else {
+            unreachable!("a SQLite floor")
+        };
+        let db = db.lock().unwrap();
+        let args = |agent: &str, path: &str| {
+            json!({ "agent_id": agent, "path": path, "content": format!("{agent} {path}") })
+                .as_object()
+                .cloned()
+                .unwrap()
+        };
+        for (agent, path) in [("a", "x.md"), ("b", "y.md"), ("a", "y.md"), ("c", "z.md")] {
+            run(&db, "write_file", &args(agent, path)).unwrap();
+            let read = run(&db, "read_file", &args(agent, path)).unwrap();
+            assert_eq!(read["content"], format!("{agent} {path}"));
+        }
+        for sql in [WRITE, READ] {
+            let statement = db.prepare_cached(sql).unwrap();
+            assert_eq!(statement.get_status(StatementStatus::Run), 4, "{sql}");
+            assert_eq!(statement.get_status(StatementStatus::RePrepare), 0, "{sql}");
+        }
+    }
 }
