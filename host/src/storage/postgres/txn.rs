@@ -100,8 +100,8 @@ struct PgTxn {
     /// goes into it (see [`PgTxn::prune_versions`]).
     version_held: Option<(String, u64)>,
     /// The documents of files written since the index last held them, made by the call's
-    /// searches from its snapshot, for the prefix they searched under.
-    unindexed: Option<Unindexed>,
+    /// searches from its snapshot, with the prefix they searched under.
+    unindexed: Option<(String, Unindexed)>,
     /// Documents a read call's searches made from a snapshot it has left, to store at its end
     /// with those of [`PgTxn::unindexed`].
     to_store: Unindexed,
