@@ -66,12 +66,16 @@ impl PartialEq for Line<'_> {
 
 impl Eq for Line<'_> {}
 
+/// A word with byte `b` in each of its eight bytes.
+const fn every_byte(b: u8) -> u64 {
+    u64::from_ne_bytes([b; 8])
+}
+
 /// The bytes of `word` that are `\n`: the high bit of each set, every other bit clear.
 fn newlines_in(word: [u8; 8]) -> u64 {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const LOW_SEVEN: u64 = 0x7f * ONES;
+    const LOW_SEVEN: u64 = every_byte(0x7f);
     // Zero where a byte is `\n`; then the high bit set in exactly those bytes.
-    let x = u64::from_le_bytes(word) ^ (u64::from(b'\n') * ONES);
+    let x = u64::from_le_bytes(word) ^ every_byte(b'\n');
     !(((x & LOW_SEVEN) + LOW_SEVEN) | x | LOW_SEVEN)
 }
 
@@ -496,13 +500,12 @@ fn escape_len(b: u8) -> usize {
 /// Whether any byte of `word` is one JSON escapes: a control byte, `"` or `\`. Never false
 /// when one is (a borrow can only flag a byte above one that is).
 fn may_escape(word: u64) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = 0x80 * ONES;
-    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let below_space = word.wrapping_sub(u64::from(b' ') * ONES) & !word & HIGH;
-    let quote = zero_byte(word ^ (u64::from(b'"') * ONES));
-    let backslash = zero_byte(word ^ (u64::from(b'\\') * ONES));
-    below_space | quote | backslash != 0
+    // The high bit of some byte of `x` below `limit` (at most 0x80) is set if any is.
+    let any_below = |x: u64, limit: u8| x.wrapping_sub(every_byte(limit)) & !x & every_byte(0x80);
+    let control = any_below(word, b' ');
+    let quote = any_below(word ^ every_byte(b'"'), 1);
+    let backslash = any_below(word ^ every_byte(b'\\'), 1);
+    control | quote | backslash != 0
 }
 
 #[cfg(test)]
