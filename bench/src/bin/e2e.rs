@@ -68,9 +68,13 @@ impl Server {
         server
     }
 
+    /// Sends `message` as one line in one write, as an MCP client does. (`writeln!` on the
+    /// unbuffered pipe wrote each piece of the JSON as it was formatted: dozens of writes a
+    /// request, each waking the server's reader, which every call's latency then counted.)
     fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write");
-        self.stdin.flush().expect("flush");
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).expect("write");
     }
 
     fn request(&mut self, method: &str, params: Value) -> Value {
