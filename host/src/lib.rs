@@ -18,6 +18,8 @@
 //!   `json` export (the tool surface is the guest crate's `json` module).
 //! - [`writers`]: one write call per agent at a time in this process.
 //! - [`mcp`]: the MCP server (rmcp), over stdio or HTTP.
+//! - [`stdio`]: the stdio transport: rmcp's framing, a tool's answer written once as its
+//!   structured content.
 //! - [`http`]: hosted mode: Streamable HTTP, `/health`, `/metrics`, bearer keys.
 //! - [`keys`]: API keys, kept hashed, each bound to agents and a scope.
 //! - [`gate`]: per-call checks of hosted mode (key, rate) and the call metrics.
@@ -48,6 +50,7 @@ pub mod sequence;
 pub mod service;
 pub mod settings;
 pub mod standalone;
+pub mod stdio;
 pub mod storage;
 pub mod summariser;
 pub mod writers;

@@ -15,6 +15,7 @@ use crate::keys::{Access, Identity};
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
 use crate::service::{ToolName, agent_of};
+use crate::stdio::Stdio;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -63,6 +64,10 @@ pub struct McpServer {
     /// and only on a store whose reads never wait on the network (see
     /// [`Service::reads_are_local`]).
     reads_in_place: bool,
+    /// Whether the transport writes a successful tool result's text as its structured
+    /// content too, so that the result leaves it out (see [`crate::stdio`]). Only over stdio;
+    /// rmcp's HTTP transport writes the structured content it is given.
+    structured_by_transport: bool,
 }
 
 impl McpServer {
@@ -75,6 +80,7 @@ impl McpServer {
             metrics: Arc::default(),
             keyed: false,
             reads_in_place: false,
+            structured_by_transport: false,
         }
     }
 
@@ -99,9 +105,11 @@ impl McpServer {
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
         let server = Self {
             reads_in_place: self.service.reads_are_local(),
+            structured_by_transport: true,
             ..self
         };
-        let running = server.serve(rmcp::transport::stdio_pipes()).await?;
+        let (read, write) = rmcp::transport::stdio_pipes();
+        let running = server.serve(Stdio::new(read, write)).await?;
         running.waiting().await?;
         Ok(())
     }
@@ -365,8 +373,19 @@ impl ServerHandler for McpServer {
         self.metrics.record(label, result, started.elapsed());
         match outcome {
             Ok(answer) => {
+                let structured = if self.structured_by_transport {
+                    None
+                } else {
+                    match answer.json() {
+                        Ok(json) => Some(json),
+                        Err(e) => {
+                            let text = vec![ContentBlock::text(e.to_string())];
+                            return Ok(CallToolResult::error(text).into());
+                        }
+                    }
+                };
                 let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
-                result.structured_content = Some(answer.json);
+                result.structured_content = structured;
                 Ok(result.into())
             }
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),

@@ -1,0 +1,293 @@
+//! MCP over stdio: rmcp's messages and line framing, with a tool's answer written once as
+//! its structured content, straight from the guest's JSON text.
+//!
+//! A successful tool result carries the answer twice, as text and as structured content
+//! (SPEC). rmcp's own stdio transport takes the structured content as a `serde_json::Value`:
+//! the host would parse the guest's text into one for every call and rmcp write it out
+//! again, which for a read of 100 log entries was a third of the call's time. Over stdio,
+//! [`crate::mcp::McpServer`] leaves a successful result's structured content out, and this
+//! transport writes the result's one text block in its place: the answer's text, which
+//! [`crate::guard::answers::check`] read as one JSON object before the call committed.
+//!
+//! The rest is rmcp's: its message types, serialised by serde, and its codec for each line
+//! read (a byte order mark, a carriage return, a notification it cannot read). Lines
+//! are bounded as rmcp's transport bounds them; a line that is not JSON is ignored, and
+//! JSON that is not a message is answered "Invalid request", as rmcp answers both.
+
+use rmcp::RoleServer;
+use rmcp::model::{ErrorData, JsonRpcMessage, JsonRpcResponse, ServerResult};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{
+    DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec, JsonRpcMessageCodecError,
+};
+use std::io;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
+use tokio_util::bytes::{Buf, BytesMut};
+use tokio_util::codec::Decoder;
+
+/// How much room a read of stdin has at least, as rmcp's transport reads.
+const READ_SIZE: usize = 8 * 1024;
+
+/// The transport: messages in from `R`, one line each out to `W`.
+pub struct Stdio<R, W> {
+    /// Where requests come from.
+    read: R,
+    /// What was read and not yet taken as a line.
+    buffer: BytesMut,
+    /// How far `buffer` is known to hold no line's end.
+    scanned: usize,
+    /// Whether the rest of a line longer than [`DEFAULT_MAX_LINE_LENGTH`] is being dropped.
+    discarding: bool,
+    /// Where messages go, one whole line at a time: responses are sent concurrently.
+    write: Arc<Mutex<W>>,
+}
+
+impl<R, W> Stdio<R, W> {
+    /// The transport over `read` and `write` (rmcp's `stdio_pipes()` in the server).
+    pub fn new(read: R, write: W) -> Self {
+        Self {
+            read,
+            buffer: BytesMut::new(),
+            scanned: 0,
+            discarding: false,
+            write: Arc::new(Mutex::new(write)),
+        }
+    }
+
+    /// The next whole line in the buffer, its end included; drops an over-long line's
+    /// bytes as they come.
+    fn next_line(&mut self) -> Option<BytesMut> {
+        loop {
+            let end = self.buffer[self.scanned..].iter().position(|b| *b == b'\n');
+            let Some(end) = end.map(|at| self.scanned + at) else {
+                if self.buffer.len() > DEFAULT_MAX_LINE_LENGTH {
+                    if !self.discarding {
+                        tracing::error!(
+                            max_line_length = DEFAULT_MAX_LINE_LENGTH,
+                            "a message over the line length limit was dropped"
+                        );
+                    }
+                    self.discarding = true;
+                    self.buffer.clear();
+                }
+                self.scanned = self.buffer.len();
+                return None;
+            };
+            self.scanned = 0;
+            if self.discarding {
+                self.buffer.advance(end + 1);
+                self.discarding = false;
+                continue;
+            }
+            return Some(self.buffer.split_to(end + 1));
+        }
+    }
+}
+
+impl<R, W> Transport<RoleServer> for Stdio<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        message: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        let line = encode(&message);
+        let write = Arc::clone(&self.write);
+        async move {
+            let line = line?;
+            let mut write = write.lock().await;
+            write.write_all(&line).await?;
+            write.flush().await
+        }
+    }
+
+    /// Cancel-safe, as rmcp needs (it polls this in a `select!`): bytes are only ever taken
+    /// from the buffer in the same poll that returns them as a message.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let Some(mut line) = self.next_line() else {
+                self.buffer.reserve(READ_SIZE);
+                match self.read.read_buf(&mut self.buffer).await {
+                    // An unfinished last line is dropped, as rmcp's transport drops it.
+                    Ok(0) => return None,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        tracing::error!("reading stdin failed: {e}");
+                        return None;
+                    }
+                }
+            };
+            match JsonRpcMessageCodec::default().decode(&mut line) {
+                Ok(Some(message)) => return Some(message),
+                // An empty line, or a notification outside MCP.
+                Ok(None) => {}
+                Err(JsonRpcMessageCodecError::Serde(e)) if e.is_data() => {
+                    tracing::debug!("a message that is not MCP: {e}");
+                    let refusal = ErrorData::invalid_request("Invalid request", None);
+                    if self
+                        .send(JsonRpcMessage::error(refusal, None))
+                        .await
+                        .is_err()
+                    {
+                        return None;
+                    }
+                }
+                Err(e) => tracing::debug!("ignoring a line that is not JSON: {e}"),
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), io::Error> {
+        self.write.lock().await.flush().await
+    }
+}
+
+/// `message` as one line of JSON; a successful tool result gets its text as its structured
+/// content too.
+fn encode(message: &TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(message)?;
+    if let Some(answer) = answer_text(message) {
+        // The message ends with the result's closing brace and then its own.
+        let result_end = line.len() - 2;
+        debug_assert_eq!(&line[result_end..], b"}}");
+        let field = [b",\"structuredContent\":".as_slice(), answer.as_bytes()].concat();
+        line.splice(result_end..result_end, field);
+    }
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// The answer's text, when `message` is a tool's successful result as
+/// [`crate::mcp::McpServer`] builds it over stdio: one text block, no structured content.
+fn answer_text(message: &TxJsonRpcMessage<RoleServer>) -> Option<&str> {
+    let JsonRpcMessage::Response(JsonRpcResponse {
+        result: ServerResult::CallToolResult(result),
+        ..
+    }) = message
+    else {
+        return None;
+    };
+    match (
+        result.is_error,
+        &result.structured_content,
+        &result.content[..],
+    ) {
+        (Some(false), None, [block]) => block.as_text().map(|text| text.text.as_str()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{CallToolResult, ContentBlock, NumberOrString, RequestId};
+    use serde_json::{Value, json};
+
+    fn response(result: CallToolResult) -> TxJsonRpcMessage<RoleServer> {
+        JsonRpcMessage::response(
+            ServerResult::CallToolResult(result),
+            RequestId::from(NumberOrString::Number(7)),
+        )
+    }
+
+    fn written(message: &TxJsonRpcMessage<RoleServer>) -> Value {
+        let line = encode(message).unwrap();
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+        assert!(line.ends_with(b"\n"));
+        serde_json::from_slice(&line).unwrap()
+    }
+
+    /// What rmcp would write for the same result with the answer as its structured content.
+    #[test]
+    fn a_successful_result_is_written_as_rmcp_writes_it_with_its_structured_content() {
+        let answer = r#"{"path":"notes/a.md","content":"line \"1\"\n","entries":[{"id":1,"entry":{"b":1,"a":2}}]}"#;
+        let ours = written(&response(CallToolResult::success(vec![
+            ContentBlock::text(answer),
+        ])));
+        let mut theirs = CallToolResult::success(vec![ContentBlock::text(answer)]);
+        theirs.structured_content = Some(serde_json::from_str(answer).unwrap());
+        assert_eq!(ours, serde_json::to_value(response(theirs)).unwrap());
+        assert_eq!(ours["result"]["structuredContent"]["path"], "notes/a.md");
+        // Keys keep the answer's order.
+        let entry = ours["result"]["structuredContent"]["entries"][0]["entry"]
+            .as_object()
+            .unwrap();
+        assert_eq!(entry.keys().collect::<Vec<_>>(), ["b", "a"]);
+    }
+
+    #[test]
+    fn errors_and_every_other_message_are_written_as_rmcp_writes_them() {
+        let error = response(CallToolResult::error(vec![ContentBlock::text(
+            "no file \"f\"",
+        )]));
+        let refusal =
+            JsonRpcMessage::error(ErrorData::invalid_request("Invalid request", None), None);
+        for message in [error, refusal] {
+            assert_eq!(written(&message), serde_json::to_value(&message).unwrap());
+        }
+        let error = written(&response(CallToolResult::error(vec![ContentBlock::text(
+            "x",
+        )])));
+        assert!(
+            error["result"].get("structuredContent").is_none(),
+            "{error}"
+        );
+    }
+
+    async fn received(input: &'static [u8]) -> (Vec<RxJsonRpcMessage<RoleServer>>, String) {
+        let (mut ours, theirs) = tokio::io::duplex(1 << 16);
+        let mut transport = Stdio::new(input, theirs);
+        let mut messages = Vec::new();
+        while let Some(message) = transport.receive().await {
+            messages.push(message);
+        }
+        drop(transport);
+        let mut out = String::new();
+        ours.read_to_string(&mut out).await.unwrap();
+        (messages, out)
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_as_rmcp_reads_them() {
+        let input = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\
+\n\
+not json\n\
+{\"jsonrpc\":\"2.0\",\"method\":\"notifications/other\"}\n\
+{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":3}\n\
+{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}";
+        let (messages, out) = received(input).await;
+        let ids: Vec<Value> = messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap()["id"].clone())
+            .collect();
+        // The BOM and CR are dropped; an empty line and a line that is not JSON are ignored; a
+        // notification rmcp does not know goes on to it (its handler ignores it); JSON that is
+        // no message is refused; an unfinished last line is dropped.
+        assert_eq!(ids, [json!(1), Value::Null, json!(2)]);
+        let refusals: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(refusals.len(), 1, "{out}");
+        assert_eq!(refusals[0]["error"]["message"], "Invalid request");
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_dropped_and_the_next_one_read() {
+        let mut input = vec![b'x'; DEFAULT_MAX_LINE_LENGTH + 10];
+        input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n");
+        let input: &'static [u8] = input.leak();
+        let (messages, out) = received(input).await;
+        assert_eq!(messages.len(), 1);
+        assert_eq!(serde_json::to_value(&messages[0]).unwrap()["id"], 5);
+        assert_eq!(out, "");
+    }
+}
