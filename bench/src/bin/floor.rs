@@ -1,7 +1,9 @@
 //! The stdio floor: what an MCP server over stdio costs when its tools do nothing but the
 //! bare statements, so that `e2e` can print the server's per-call figures beside it.
 //!
-//! The same rmcp server skeleton as the real server, with two tools named like the real ones:
+//! The same rmcp server skeleton and stdio transport as the real server (so a successful
+//! answer is its JSON text, which the transport also writes as the structured content), with
+//! two tools named like the real ones:
 //! `write_file` is one insert in a transaction of its own (as durable as the server's
 //! writes), `read_file` one select of the newest content. No sandbox, no rules, no counters,
 //! no diff.
@@ -23,6 +25,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use rusqlite::{Connection, params};
+use scratchpad_mcp::stdio::Stdio;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 use tokio_postgres::{Client, NoTls, Statement};
@@ -153,7 +156,11 @@ impl ServerHandler for Floor {
                 .map_err(|e| e.to_string()),
         };
         Ok(match answer {
-            Ok(value) => CallToolResult::structured(value).into(),
+            // As the server answers over stdio: the text, which the transport writes as the
+            // structured content too.
+            Ok(value) => {
+                CallToolResult::success(vec![ContentBlock::text(value.to_string())]).into()
+            }
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into(),
         })
     }
@@ -227,11 +234,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Floor::Postgres { client, .. } => Some(Arc::clone(client)),
         Floor::Sqlite(_) => None,
     };
-    let ended = floor
-        .serve(rmcp::transport::stdio_pipes())
-        .await?
-        .waiting()
-        .await;
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let ended = floor.serve(Stdio::new(read, write)).await?.waiting().await;
     if let Some(client) = postgres {
         let table = postgres_table();
         client.batch_execute(&format!("DROP TABLE {table}")).await?;
