@@ -108,8 +108,9 @@ where
         }
     }
 
-    /// Cancel-safe, as rmcp needs (it polls this in a `select!`): bytes are only ever taken
-    /// from the buffer in the same poll that returns them as a message.
+    /// Cancel-safe, as rmcp needs (it polls this in a `select!`): bytes are only taken from
+    /// the buffer in the poll that uses them, and a refusal is sent on a task of its own, as
+    /// rmcp sends every message, so that a cancelled receive cannot cut a line short.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             let Some(mut line) = self.next_line() else {
@@ -131,13 +132,12 @@ where
                 Err(JsonRpcMessageCodecError::Serde(e)) if e.is_data() => {
                     tracing::debug!("a message that is not MCP: {e}");
                     let refusal = ErrorData::invalid_request("Invalid request", None);
-                    if self
-                        .send(JsonRpcMessage::error(refusal, None))
-                        .await
-                        .is_err()
-                    {
-                        return None;
-                    }
+                    let send = self.send(JsonRpcMessage::error(refusal, None));
+                    tokio::spawn(async move {
+                        if let Err(e) = send.await {
+                            tracing::debug!("answering a message that is not MCP failed: {e}");
+                        }
+                    });
                 }
                 Err(e) => tracing::debug!("ignoring a line that is not JSON: {e}"),
             }
@@ -152,13 +152,19 @@ where
 /// `message` as one line of JSON; a successful tool result gets its text as its structured
 /// content too.
 fn encode(message: &TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
-    let mut line = serde_json::to_vec(message)?;
-    if let Some(answer) = answer_text(message) {
-        // The message ends with the result's closing brace and then its own.
-        let result_end = line.len() - 2;
-        debug_assert_eq!(&line[result_end..], b"}}");
-        let field = [b",\"structuredContent\":".as_slice(), answer.as_bytes()].concat();
-        line.splice(result_end..result_end, field);
+    let answer = answer_text(message);
+    // Room for the answer twice (the text content escapes it a little) and the envelope.
+    let room = answer.map_or(256, |answer| 2 * answer.len() + 256);
+    let mut line = Vec::with_capacity(room);
+    serde_json::to_writer(&mut line, message)?;
+    if let Some(answer) = answer {
+        // The message ends with the result's closing brace and then its own: the field goes
+        // in before them.
+        debug_assert!(line.ends_with(b"}}"));
+        line.truncate(line.len() - 2);
+        line.extend_from_slice(b",\"structuredContent\":");
+        line.extend_from_slice(answer.as_bytes());
+        line.extend_from_slice(b"}}");
     }
     line.push(b'\n');
     Ok(line)
@@ -278,6 +284,24 @@ not json\n\
             .collect();
         assert_eq!(refusals.len(), 1, "{out}");
         assert_eq!(refusals[0]["error"]["message"], "Invalid request");
+    }
+
+    /// rmcp drops a `receive` whenever a response is ready first: what it had read of a line
+    /// must still be there for the next one.
+    #[tokio::test]
+    async fn a_receive_cancelled_halfway_through_a_line_loses_nothing() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let mut transport = Stdio::new(server, tokio::io::sink());
+        client
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":8,")
+            .await
+            .unwrap();
+        let wait = std::time::Duration::from_millis(20);
+        let cancelled = tokio::time::timeout(wait, transport.receive()).await;
+        assert!(cancelled.is_err(), "half a line is no message");
+        client.write_all(b"\"method\":\"ping\"}\n").await.unwrap();
+        let message = transport.receive().await.unwrap();
+        assert_eq!(serde_json::to_value(&message).unwrap()["id"], 8);
     }
 
     #[tokio::test]
