@@ -2,7 +2,8 @@
 //! - `native`: the guest's tool function compiled natively, in one transaction;
 //! - `component`: the same through the wasm component, as the service runs it: in the
 //!   instance kept for the agent (the ratio to `native` is the sandbox's cost);
-//! - `service`: the full `Service::call`, adding the JSON decoding and encoding of MCP.
+//! - `service`: the full `Service::answer`, adding the JSON of MCP: the arguments decoded,
+//!   the answer encoded and checked, its text what the stdio server sends.
 //!
 //! Also the bare SQLite transactions under a write and a diff read (the floor), and a call's
 //! sandbox set-up, in a kept instance and in a fresh one.
@@ -89,12 +90,18 @@ impl Ways {
         )
     }
 
-    fn service(&self, tool: &str, args: Value) -> Value {
+    fn service(&self, tool: &str, args: Value) -> String {
         let Value::Object(args) = args else {
             unreachable!()
         };
-        self.service.call(tool, args).expect("call works")
+        self.service.answer(tool, args).expect("call works").text
     }
+}
+
+/// The version a write_file answer (its JSON text) names.
+fn version_of(answer: &str) -> u64 {
+    let answer: Value = serde_json::from_str(answer).unwrap();
+    answer["version"].as_u64().unwrap()
 }
 
 fn write(revision: usize, path: &str) -> api::WriteFileRequest {
@@ -172,11 +179,7 @@ fn write_then_diff(c: &mut Criterion) {
                 "write_file",
                 json!({ "agent_id": "bench", "path": "plan.md", "content": document(next()) }),
             );
-            let since = written["version"]
-                .as_u64()
-                .unwrap()
-                .saturating_sub(1)
-                .max(1);
+            let since = version_of(&written).saturating_sub(1).max(1);
             black_box(w.service(
                 "read_file",
                 json!({ "agent_id": "bench", "path": "plan.md", "since_version": since }),
@@ -441,12 +444,10 @@ fn other_tools(c: &mut Criterion) {
             (&host_write(next(), "plan.md"),),
         )
         .version;
-    let service_v = w.service(
+    let service_v = version_of(&w.service(
         "write_file",
         json!({ "agent_id": "bench", "path": "plan.md", "content": document(next()) }),
-    )["version"]
-        .as_u64()
-        .unwrap();
+    ));
     three_ways(
         &mut group,
         || {
