@@ -133,7 +133,7 @@ where
             }
             match JsonRpcMessageCodec::default().decode(&mut line) {
                 Ok(Some(message)) => return Some(message),
-                // An empty line, or a notification outside MCP.
+                // A notification outside MCP, which rmcp ignores.
                 Ok(None) => {}
                 Err(JsonRpcMessageCodecError::Serde(e)) if e.is_data() => {
                     tracing::debug!("a message that is not MCP: {e}");
@@ -145,6 +145,7 @@ where
                         }
                     });
                 }
+                // Not JSON (an empty line among them): rmcp ignores it too.
                 Err(e) => tracing::debug!("ignoring a line that is not JSON: {e}"),
             }
         }
