@@ -15,7 +15,7 @@ use crate::keys::{Access, Identity};
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
 use crate::service::{ToolName, agent_of};
-use crate::stdio::Stdio;
+use crate::stdio::{self, Stdio};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -174,6 +174,11 @@ async fn admit(
         other => McpError::invalid_request(other.to_string(), None),
     })?;
     Ok(ticket)
+}
+
+/// A tool result with `isError: true`: what the caller can read and fix, or retry.
+fn failed(why: impl std::fmt::Display) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(why.to_string())]).into()
 }
 
 /// Runs resource work on the blocking pool, as tool calls run.
@@ -337,9 +342,7 @@ impl ServerHandler for McpServer {
             Err(full) => {
                 tracing::info!(tool = %name, %full, "refused: calls in flight");
                 self.metrics.record(label, "refused", started.elapsed());
-                return Ok(
-                    CallToolResult::error(vec![ContentBlock::text(full.to_string())]).into(),
-                );
+                return Ok(failed(full));
             }
         };
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
@@ -365,30 +368,23 @@ impl ServerHandler for McpServer {
             Err((key, refusal)) => {
                 tracing::info!(tool = %name, %key, %refusal, "refused at the gate");
                 self.metrics.record(label, "refused", started.elapsed());
-                let text = vec![ContentBlock::text(refusal.to_string())];
-                return Ok(CallToolResult::error(text).into());
+                return Ok(failed(refusal));
             }
         };
         let result = if outcome.is_ok() { "ok" } else { "error" };
         self.metrics.record(label, result, started.elapsed());
         match outcome {
-            Ok(answer) => {
-                let structured = if self.structured_by_transport {
-                    None
-                } else {
-                    match answer.json() {
-                        Ok(json) => Some(json),
-                        Err(e) => {
-                            let text = vec![ContentBlock::text(e.to_string())];
-                            return Ok(CallToolResult::error(text).into());
-                        }
-                    }
-                };
-                let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
-                result.structured_content = structured;
-                Ok(result.into())
-            }
-            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()),
+            // The transport writes the structured content from the text (see `crate::stdio`).
+            Ok(answer) if self.structured_by_transport => Ok(stdio::answered(answer.text).into()),
+            Ok(answer) => match answer.json() {
+                Ok(json) => {
+                    let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
+                    result.structured_content = Some(json);
+                    Ok(result.into())
+                }
+                Err(e) => Ok(failed(e)),
+            },
+            Err(e) => Ok(failed(e)),
         }
     }
 }

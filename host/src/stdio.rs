@@ -16,8 +16,8 @@
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequest, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse,
-    ServerResult,
+    CallToolRequest, CallToolResult, ClientRequest, ContentBlock, ErrorData, JsonRpcMessage,
+    JsonRpcRequest, JsonRpcResponse, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -192,8 +192,14 @@ fn encode(message: &TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
     Ok(line)
 }
 
-/// The answer's text, when `message` is a tool's successful result as
-/// [`crate::mcp::McpServer`] builds it over stdio: one text block, no structured content.
+/// A tool's successful result whose structured content this transport writes: `answer`, one
+/// JSON object, as its one text block, and no structured content yet. The one way to build
+/// what [`answer_text`] finds.
+pub fn answered(answer: String) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(answer)])
+}
+
+/// The answer's text, when `message` is a tool's successful result built by [`answered`].
 fn answer_text(message: &TxJsonRpcMessage<RoleServer>) -> Option<&str> {
     let JsonRpcMessage::Response(JsonRpcResponse {
         result: ServerResult::CallToolResult(result),
@@ -215,7 +221,7 @@ fn answer_text(message: &TxJsonRpcMessage<RoleServer>) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{CallToolResult, ContentBlock, NumberOrString, RequestId};
+    use rmcp::model::{NumberOrString, RequestId};
     use serde_json::{Value, json};
 
     fn response(result: CallToolResult) -> TxJsonRpcMessage<RoleServer> {
@@ -236,9 +242,7 @@ mod tests {
     #[test]
     fn a_successful_result_is_written_as_rmcp_writes_it_with_its_structured_content() {
         let answer = r#"{"path":"notes/a.md","content":"line \"1\"\n","entries":[{"id":1,"entry":{"b":1,"a":2}}]}"#;
-        let ours = written(&response(CallToolResult::success(vec![
-            ContentBlock::text(answer),
-        ])));
+        let ours = written(&response(answered(answer.into())));
         let mut theirs = CallToolResult::success(vec![ContentBlock::text(answer)]);
         theirs.structured_content = Some(serde_json::from_str(answer).unwrap());
         assert_eq!(ours, serde_json::to_value(response(theirs)).unwrap());

@@ -25,7 +25,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use rusqlite::{Connection, params};
-use scratchpad_mcp::stdio::Stdio;
+use scratchpad_mcp::stdio::{self, Stdio};
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 use tokio_postgres::{Client, NoTls, Statement};
@@ -158,9 +158,7 @@ impl ServerHandler for Floor {
         Ok(match answer {
             // As the server answers over stdio: the text, which the transport writes as the
             // structured content too.
-            Ok(value) => {
-                CallToolResult::success(vec![ContentBlock::text(value.to_string())]).into()
-            }
+            Ok(value) => stdio::answered(value.to_string()).into(),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into(),
         })
     }
