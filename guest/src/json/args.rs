@@ -293,7 +293,10 @@ impl From<DeleteFileArgs> for api::DeleteFileRequest {
 
 #[cfg(test)]
 mod tests {
-    use super::EditFileArgs;
+    use super::{EditFileArgs, log_value};
+    use crate::LogEntry;
+    use crate::json::output::LogEntryOutput;
+    use serde_json::Value;
 
     #[test]
     fn an_edit_of_neither_shape_is_refused_by_the_rule_not_a_type_name() {
@@ -308,5 +311,33 @@ mod tests {
             "{message}"
         );
         assert!(!message.contains("EditArg"), "{message}");
+    }
+
+    #[test]
+    fn a_number_in_an_entry_reads_back_as_the_same_number() {
+        // The host hands the guest a value it printed; the guest stores it as text and parses
+        // it again to answer. serde_json's default float parsing is off by one unit in the
+        // last place for some of these (1.4444444444444445e22 came back ...43e22, found by the
+        // fuzzer), so the workspace turns on `float_roundtrip`.
+        for number in [
+            1.4444444444444445e22,
+            0.1,
+            2.2250738585072014e-308,
+            5e-324,
+            1.7976931348623157e308,
+            123_456_789.123_456_78,
+        ] {
+            let given: Value = serde_json::json!({ "n": [number] });
+            let text = serde_json::to_string(&given).unwrap();
+            let parsed: Value = serde_json::from_str(&text).unwrap();
+            let entry = LogEntry {
+                id: 1,
+                entry: log_value(parsed),
+                created_at: String::new(),
+            };
+            let answer = serde_json::to_string(&LogEntryOutput::from(entry)).unwrap();
+            let read: Value = serde_json::from_str(&answer).unwrap();
+            assert_eq!(read["entry"], given, "{number:e} came back as {answer}");
+        }
     }
 }
