@@ -23,6 +23,12 @@ pub const MAX_WRITE_BYTES: u64 = 1024 * 1024;
 /// Largest log entry, in bytes (64 KiB): a log records actions, not documents.
 pub const MAX_LOG_ENTRY_BYTES: u64 = 64 * 1024;
 
+/// Deepest a JSON log entry may nest, arrays and objects one inside another: within what
+/// every JSON reader on its way takes. serde_json, which reads each MCP message and each
+/// answer, stops at 128 levels, and an entry sits three levels down in both (a request's
+/// `params.arguments`, an answer's `entries[i]`); a round number well under that.
+pub const MAX_LOG_ENTRY_DEPTH: usize = 100;
+
 /// Versions kept per file. Enough to answer "what changed since I last looked" across a
 /// long session, while bounding storage at ten times the file.
 pub const VERSIONS_KEPT: u32 = 10;
@@ -112,8 +118,9 @@ pub const BYTES_PER_TOKEN: u64 = 4;
 /// The fixed numbers the tools' documentation quotes (the WIT's `{NAME}` in a doc comment),
 /// so `tools/list` says what this build enforces. Limits an embedder or operator may change
 /// are not here: the docs say where to read them (`get_usage_stats`) instead.
-pub const QUOTED_IN_DOCS: [(&str, u64); 6] = [
+pub const QUOTED_IN_DOCS: [(&str, u64); 7] = [
     ("DEFAULT_HITS", DEFAULT_HITS),
+    ("MAX_LOG_ENTRY_DEPTH", MAX_LOG_ENTRY_DEPTH as u64),
     ("MAX_HITS", MAX_HITS),
     ("MAX_PATHS", MAX_PATHS as u64),
     ("SNIPPET_CHARS", SNIPPET_CHARS as u64),

@@ -479,6 +479,21 @@ fn an_import_is_held_to_the_tools_rules() {
             .join("\n"),
             "line 4: more than 1 files; the agent's quota is 1 files",
         ),
+        (
+            "an entry nested too deep",
+            [
+                header("a"),
+                r#"{"type":"log","path":"l","last_id":1}"#.to_owned(),
+                format!(
+                    r#"{{"type":"log_entry","path":"l","id":1,"json":"{}{}","created_at":"2026-12-01T00:00:00.000Z"}}"#,
+                    "[".repeat(101),
+                    "]".repeat(101)
+                ),
+                r#"{"type":"end","files":0,"versions":0,"summaries":0,"log_entries":1,"logs":1,"total_operations":1}"#.to_owned(),
+            ]
+            .join("\n"),
+            "line 3: \"l\" #1: log entry nests 101 levels deep (arrays and objects one inside another); the limit is 100 levels",
+        ),
     ];
     for (name, export, says) in cases {
         let fresh = tempfile::tempdir().unwrap();

@@ -130,8 +130,6 @@ pub struct ReadFileArgs {
 pub struct AppendLogArgs {
     pub agent_id: String,
     pub path: String,
-    /// Any JSON value (a string is the common case), within the agent's log entry limit
-    /// (`get_usage_stats`).
     pub entry: Value,
 }
 

@@ -163,7 +163,15 @@ impl ToolName {
         let (_, arg_docs) = self.docs();
         if let Some(Value::Object(properties)) = schema.get_mut("properties") {
             for (arg, doc) in arg_docs.iter().chain(COMMON_ARG_DOCS) {
-                if let Some(Value::Object(property)) = properties.get_mut(*arg) {
+                let Some(property) = properties.get_mut(*arg) else {
+                    continue;
+                };
+                // Any value (`true`) takes a description as the empty schema, which means the
+                // same.
+                if *property == Value::Bool(true) {
+                    *property = Value::Object(Map::new());
+                }
+                if let Value::Object(property) = property {
                     property
                         .entry("description")
                         .or_insert_with(|| Value::String(with_numbers(doc)));

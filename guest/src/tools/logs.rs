@@ -6,7 +6,7 @@ use crate::api::{
 };
 use crate::bindings::scratchpad::mcp::storage::{LogState, Retention};
 use crate::diff::encoded_len;
-use crate::limits::{ENTRY_FRAME_BYTES, MAX_AGE_DAYS, quotas};
+use crate::limits::{ENTRY_FRAME_BYTES, MAX_AGE_DAYS, MAX_LOG_ENTRY_DEPTH, quotas};
 use crate::names::{AgentId, FilePath};
 use crate::ports::Storage;
 use crate::{Quotas, ToolError};
@@ -29,6 +29,50 @@ pub fn check_entry_size(q: &Quotas, bytes: u64) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// Refuses the text of a JSON entry when it is not one JSON value, or nests deeper than
+/// [`MAX_LOG_ENTRY_DEPTH`]: every reader of an answer that carries it must be able to read it
+/// (the tools' rule, and `import`'s). A text entry may be any string.
+pub fn check_entry_json(json: &str) -> Result<(), ToolError> {
+    let depth = nesting(json.as_bytes());
+    if depth > MAX_LOG_ENTRY_DEPTH {
+        return Err(ToolError::InvalidArgument(format!(
+            "log entry nests {depth} levels deep (arrays and objects one inside another); the limit is {MAX_LOG_ENTRY_DEPTH} levels"
+        )));
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(json)
+        .map_err(|e| ToolError::InvalidArgument(format!("log entry is not one JSON value: {e}")))?;
+    Ok(())
+}
+
+/// How deep `json` nests: the most arrays and objects open at once, brackets inside strings
+/// not counted. A byte scan, so that text too deep for a JSON reader can still be measured
+/// (and refused by its depth); for JSON that is not well formed the count means nothing.
+pub fn nesting(json: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    deepest
+}
+
 /// Appends one entry; entries are never changed afterwards.
 pub fn append_log(
     s: &(impl Storage + ?Sized),
@@ -39,6 +83,9 @@ pub fn append_log(
     let q = quotas(&s.limits(&agent));
     let bytes = entry_bytes(&r.entry);
     check_entry_size(&q, bytes)?;
+    if let LogValue::Json(json) = &r.entry {
+        check_entry_json(json)?;
+    }
     let usage = s.get_usage(&agent)?;
     if usage.log_entry_count >= q.max_log_entries {
         return Err(ToolError::QuotaExceeded(format!(
@@ -194,6 +241,14 @@ mod tests {
         .map(|r| r.entry_id)
     }
 
+    /// The message of a refusal as an invalid argument.
+    fn invalid<T: std::fmt::Debug>(refused: Result<T, ToolError>) -> String {
+        match refused {
+            Err(ToolError::InvalidArgument(message)) => message,
+            other => panic!("not refused as an invalid argument: {other:?}"),
+        }
+    }
+
     fn page(s: &Memory, since: Option<u64>) -> LogPage {
         read_log(
             s,
@@ -240,6 +295,41 @@ mod tests {
             (p.entries.len(), p.has_more, p.last_entry_id),
             (100, false, 100)
         );
+    }
+
+    #[test]
+    fn a_json_entry_nests_at_most_the_limit_and_is_one_json_value() {
+        let s = Memory::default();
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let deepest = nested(MAX_LOG_ENTRY_DEPTH);
+        assert_eq!(append(&s, LogValue::Json(deepest.clone())), Ok(1));
+        assert_eq!(
+            append(&s, LogValue::Json(nested(MAX_LOG_ENTRY_DEPTH + 1))),
+            Err(ToolError::InvalidArgument(
+                "log entry nests 101 levels deep (arrays and objects one inside another); the limit is 100 levels".into()
+            ))
+        );
+        // Deeper than serde_json reads: refused by its depth all the same, not by a parse.
+        let refused = invalid(append(&s, LogValue::Json(nested(5_000))));
+        assert!(
+            refused.starts_with("log entry nests 5000 levels"),
+            "{refused}"
+        );
+        // Brackets inside strings are text, not nesting.
+        let in_strings = format!(r#"{{"k":"{}","q":"\"["}}"#, "[".repeat(500));
+        assert_eq!(append(&s, LogValue::Json(in_strings)), Ok(2));
+        // An embedder's `json` entry that is not JSON would read back as a string, or not at
+        // all: refused, naming the rule.
+        for bad in ["{\"a\":", "1 2", ""] {
+            let refused = invalid(append(&s, LogValue::Json(bad.into())));
+            assert!(
+                refused.starts_with("log entry is not one JSON value: "),
+                "{bad:?}: {refused}"
+            );
+        }
+        let p = page(&s, None);
+        assert_eq!(p.entries.len(), 2, "a refused entry changes nothing");
+        assert_eq!(p.entries[0].entry, LogValue::Json(deepest));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use scratchpad_guest::Quotas;
 use scratchpad_guest::names::{AgentId, FilePath};
 use scratchpad_guest::ports::content_hash;
-use scratchpad_guest::tools::{check_entry_size, check_size};
+use scratchpad_guest::tools::{check_entry_json, check_entry_size, check_size};
 use scratchpad_store::rows;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -578,9 +578,8 @@ impl Importer<'_> {
                 let (is_text, body) = match (text, json) {
                     (Some(text), None) => (true, text),
                     (None, Some(json)) => {
-                        serde_json::from_str::<serde::de::IgnoredAny>(&json).map_err(|e| {
-                            format!("log entry {path:?} #{id}: json is not JSON: {e}")
-                        })?;
+                        check_entry_json(&json)
+                            .map_err(|e| format!("{path:?} #{id}: {}", rule(e)))?;
                         (false, json)
                     }
                     _ => {
