@@ -12,18 +12,23 @@
 //! The rest is rmcp's: its message types, serialised by serde, and its codec for each line
 //! read (a byte order mark, a carriage return, a notification it cannot read). Lines
 //! are bounded as rmcp's transport bounds them; a line that is not JSON is ignored, and
-//! JSON that is not a message is answered "Invalid request", as rmcp answers both.
+//! JSON that is not a message is answered "Invalid request", as rmcp answers both. One
+//! departure: a message nested deeper than serde_json reads, which rmcp takes for a line
+//! that is not JSON, is answered (under its id, so its caller does not wait for ever) with
+//! how deep it is and how deep a message may be.
 
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, CallToolResult, ClientRequest, ContentBlock, ErrorData, JsonRpcMessage,
-    JsonRpcRequest, JsonRpcResponse, ServerResult,
+    JsonRpcRequest, JsonRpcResponse, RequestId, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{
     DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec, JsonRpcMessageCodecError,
 };
+use scratchpad_guest::limits::MAX_LOG_ENTRY_DEPTH;
+use scratchpad_guest::tools::nesting;
 use std::io;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -90,6 +95,23 @@ impl<R, W> Stdio<R, W> {
     }
 }
 
+impl<R, W> Stdio<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// Answers a line that is no message this server can read with `refusal`, on a task of
+    /// its own, as rmcp sends every message: a receive cancelled meanwhile loses nothing.
+    fn refuse(&mut self, refusal: ErrorData, id: Option<RequestId>) {
+        let send = self.send(JsonRpcMessage::error(refusal, id));
+        tokio::spawn(async move {
+            if let Err(e) = send.await {
+                tracing::debug!("answering a line that is no message failed: {e}");
+            }
+        });
+    }
+}
+
 impl<R, W> Transport<RoleServer> for Stdio<R, W>
 where
     R: AsyncRead + Unpin + Send,
@@ -131,19 +153,22 @@ where
             if let Some(call) = tool_call(&line) {
                 return Some(call);
             }
+            // serde_json reads no deeper: rmcp would take the line for one that is not JSON and
+            // ignore it, and its caller would wait for an answer for ever.
+            let depth = nesting(&line);
+            if depth > MESSAGE_DEPTH {
+                tracing::debug!(depth, "a message nested too deep to read");
+                let refusal = ErrorData::invalid_request(too_deep(depth), None);
+                self.refuse(refusal, request_id(&line));
+                continue;
+            }
             match JsonRpcMessageCodec::default().decode(&mut line) {
                 Ok(Some(message)) => return Some(message),
                 // A notification outside MCP, which rmcp ignores.
                 Ok(None) => {}
                 Err(JsonRpcMessageCodecError::Serde(e)) if e.is_data() => {
                     tracing::debug!("a message that is not MCP: {e}");
-                    let refusal = ErrorData::invalid_request("Invalid request", None);
-                    let send = self.send(JsonRpcMessage::error(refusal, None));
-                    tokio::spawn(async move {
-                        if let Err(e) = send.await {
-                            tracing::debug!("answering a message that is not MCP failed: {e}");
-                        }
-                    });
+                    self.refuse(ErrorData::invalid_request("Invalid request", None), None);
                 }
                 // Not JSON (an empty line among them): rmcp ignores it too.
                 Err(e) => tracing::debug!("ignoring a line that is not JSON: {e}"),
@@ -169,6 +194,50 @@ fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         id: call.id,
         request: ClientRequest::CallToolRequest(call.request),
     }))
+}
+
+/// The deepest a message may nest: serde_json stops reading at 128 levels.
+const MESSAGE_DEPTH: usize = 127;
+
+/// Why a message nested `depth` levels deep is refused.
+fn too_deep(depth: usize) -> String {
+    format!(
+        "the request nests {depth} levels deep (arrays and objects one inside another); a message may nest {MESSAGE_DEPTH} levels, and a log entry in it {MAX_LOG_ENTRY_DEPTH} (nothing was changed)"
+    )
+}
+
+/// The `id` of the request `line` holds, found without reading the rest of it (which may be
+/// too deep to read): the value after a key `"id"` of the outermost object.
+fn request_id(line: &[u8]) -> Option<RequestId> {
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(&b) = line.get(at) {
+        at += 1;
+        match b {
+            b'"' => {
+                let start = at;
+                while let Some(&c) = line.get(at) {
+                    at += if c == b'\\' { 2 } else { 1 };
+                    if c == b'"' {
+                        break;
+                    }
+                }
+                let key = line.get(start..at.saturating_sub(1));
+                let rest = line.get(at..).unwrap_or_default().trim_ascii_start();
+                if depth == 1
+                    && key == Some(b"id")
+                    && let Some(value) = rest.strip_prefix(b":")
+                {
+                    let mut values = serde_json::Deserializer::from_slice(value).into_iter();
+                    return values.next()?.ok();
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `message` as one line of JSON; a successful tool result gets its text as its structured
@@ -273,7 +342,7 @@ mod tests {
         );
     }
 
-    async fn received(input: &'static [u8]) -> (Vec<RxJsonRpcMessage<RoleServer>>, String) {
+    async fn received(input: &[u8]) -> (Vec<RxJsonRpcMessage<RoleServer>>, String) {
         let (mut ours, theirs) = tokio::io::duplex(1 << 16);
         let mut transport = Stdio::new(input, theirs);
         let mut messages = Vec::new();
@@ -310,6 +379,67 @@ not json\n\
             .collect();
         assert_eq!(refusals.len(), 1, "{out}");
         assert_eq!(refusals[0]["error"]["message"], "Invalid request");
+    }
+
+    /// A call whose arguments nest `depth` levels, the message three more.
+    fn nested_call(id: &str, depth: usize) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"append_log","arguments":{{"agent_id":"a","path":"l","entry":{}{}}}}},"id":{id}}}"#,
+            "[".repeat(depth - 3),
+            "]".repeat(depth - 3),
+        ) + "\n"
+    }
+
+    /// serde_json reads a message 127 levels deep and no deeper; rmcp would ignore the deeper
+    /// one as not JSON, and leave its caller waiting.
+    #[tokio::test]
+    async fn a_message_too_deep_to_read_is_answered_under_its_id() {
+        let input = [
+            nested_call("1", MESSAGE_DEPTH),
+            nested_call("\"two\"", MESSAGE_DEPTH + 1),
+            nested_call("3", 5_000),
+        ]
+        .concat();
+        let (messages, out) = received(input.as_bytes()).await;
+        let ids: Vec<Value> = messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap()["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!(1)], "the deepest readable message is read");
+        let refusals: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let said: Vec<(&Value, &Value)> = refusals
+            .iter()
+            .map(|r| (&r["id"], &r["error"]["message"]))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                (&json!("two"), &json!(too_deep(128))),
+                (&json!(3), &json!(too_deep(5_000))),
+            ]
+        );
+        assert!(too_deep(128).starts_with("the request nests 128 levels deep"));
+    }
+
+    #[test]
+    fn a_request_id_is_found_at_the_top_level_only() {
+        let cases: [(&[u8], Option<Value>); 5] = [
+            (br#"{"id":7,"method":"ping"}"#, Some(json!(7))),
+            (
+                br#"{"method":"id","params":{"id":1},"id" : "k\"ey"}"#,
+                Some(json!("k\"ey")),
+            ),
+            (br#"{"params":{"id":1},"x":"\"id\":2"}"#, None),
+            (br#"{"id":{"nested":1}}"#, None),
+            (b"[[[", None),
+        ];
+        for (line, id) in cases {
+            let found = request_id(line).map(|id| serde_json::to_value(id).unwrap());
+            assert_eq!(found, id, "{}", String::from_utf8_lossy(line));
+        }
     }
 
     /// The fast read of a `tools/call` gives what rmcp's codec gives for the same line, its

@@ -243,6 +243,50 @@ def test_an_unknown_tool_is_a_protocol_error_naming_the_tools(db):
     assert answer["error"]["message"].startswith('unknown tool "no_such_tool"; the tools are '), answer
 
 
+def test_an_entry_nested_too_deep_is_refused_and_a_message_too_deep_to_read_is_answered(db):
+    """An entry may nest 100 levels; a message serde_json cannot read (128 levels or more) is
+    answered under its id all the same, where it used to go unanswered and hang its caller."""
+    def nested(depth):
+        entry = []
+        for _ in range(depth - 1):
+            entry = [entry]
+        return entry
+
+    def append(depth, id):
+        args = {"agent_id": "a", "path": "l", "entry": nested(depth)}
+        return message("tools/call", {"name": "append_log", "arguments": args}, id)
+
+    requests = [
+        message("initialize", INITIALIZE, 1),
+        message("notifications/initialized"),
+        append(100, 2),
+        append(101, 3),
+        append(125, 4),
+    ]
+    status, stdout, stderr = run_cli("--db", db, input="".join(json.dumps(r) + "\n" for r in requests))
+    assert status == 0, stderr
+    answers = {a["id"]: a for a in map(json.loads, stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4], stdout[:500]
+    assert answers[2]["result"]["structuredContent"] == {"path": "l", "entry_id": 1}
+    refused = answers[3]["result"]
+    assert refused["isError"] and refused["content"][0]["text"] == (
+        "log entry nests 101 levels deep (arrays and objects one inside another); the limit is 100 levels")
+    assert answers[4]["error"]["code"] == -32600, answers[4]
+    assert answers[4]["error"]["message"] == (
+        "the request nests 128 levels deep (arrays and objects one inside another); a message may "
+        "nest 127 levels, and a log entry in it 100 (nothing was changed)")
+    # Read in a session of its own: calls in one session run concurrently.
+    read = [
+        message("initialize", INITIALIZE, 1),
+        message("notifications/initialized"),
+        message("tools/call", {"name": "read_log", "arguments": {"agent_id": "a", "path": "l"}}, 2),
+    ]
+    status, stdout, stderr = run_cli("--db", db, input="".join(json.dumps(r) + "\n" for r in read))
+    assert status == 0, stderr
+    entries = json.loads(stdout.splitlines()[-1])["result"]["structuredContent"]["entries"]
+    assert [e["entry"] for e in entries] == [nested(100)], "only the entry within the limit was stored"
+
+
 def test_completions_and_the_man_page_come_from_the_cli(tmp_path):
     """They need no settings: not even a home folder to find a config or a store in."""
     for shell, marker in [("bash", "complete -F"), ("zsh", "#compdef scratchpad-mcp"),
