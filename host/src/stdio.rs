@@ -28,7 +28,7 @@ use rmcp::transport::async_rw::{
     DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec, JsonRpcMessageCodecError,
 };
 use scratchpad_guest::limits::MAX_LOG_ENTRY_DEPTH;
-use scratchpad_guest::tools::nesting;
+use scratchpad_guest::tools::{nesting, outside_strings};
 use std::io;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -209,35 +209,20 @@ fn too_deep(depth: usize) -> String {
 /// The `id` of the request `line` holds, found without reading the rest of it (which may be
 /// too deep to read): the value after a key `"id"` of the outermost object.
 fn request_id(line: &[u8]) -> Option<RequestId> {
-    let mut depth = 0usize;
-    let mut at = 0;
-    while let Some(&b) = line.get(at) {
-        at += 1;
-        match b {
-            b'"' => {
-                let start = at;
-                while let Some(&c) = line.get(at) {
-                    at += if c == b'\\' { 2 } else { 1 };
-                    if c == b'"' {
-                        break;
-                    }
-                }
-                let key = line.get(start..at.saturating_sub(1));
-                let rest = line.get(at..).unwrap_or_default().trim_ascii_start();
-                if depth == 1
-                    && key == Some(b"id")
-                    && let Some(value) = rest.strip_prefix(b":")
-                {
-                    let mut values = serde_json::Deserializer::from_slice(value).into_iter();
-                    return values.next()?.ok();
-                }
+    outside_strings(line)
+        .filter(|&(_, b, open)| b == b'"' && open == 1)
+        .find_map(|(at, _, _)| {
+            let mut key = serde_json::Deserializer::from_slice(&line[at..]).into_iter::<String>();
+            if key.next()?.ok()? != "id" {
+                return None;
             }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    None
+            let after = line[at + key.byte_offset()..].trim_ascii_start();
+            let value = after.strip_prefix(b":")?;
+            serde_json::Deserializer::from_slice(value)
+                .into_iter()
+                .next()?
+                .ok()
+        })
 }
 
 /// `message` as one line of JSON; a successful tool result gets its text as its structured

@@ -48,9 +48,18 @@ pub fn check_entry_json(json: &str) -> Result<(), ToolError> {
 /// not counted. A byte scan, so that text too deep for a JSON reader can still be measured
 /// (and refused by its depth); for JSON that is not well formed the count means nothing.
 pub fn nesting(json: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in json {
+    outside_strings(json)
+        .filter(|(_, b, _)| matches!(b, b'[' | b'{'))
+        .map(|(_, _, open)| open + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Each byte of `json` outside its strings, with its place and how many arrays and objects
+/// are open before it. A string's opening quote is outside it; its other bytes are not.
+pub fn outside_strings(json: &[u8]) -> impl Iterator<Item = (usize, u8, usize)> + '_ {
+    let (mut open, mut in_string, mut escaped) = (0usize, false, false);
+    json.iter().enumerate().filter_map(move |(at, &b)| {
         if in_string {
             match b {
                 _ if escaped => escaped = false,
@@ -58,19 +67,17 @@ pub fn nesting(json: &[u8]) -> usize {
                 b'"' => in_string = false,
                 _ => {}
             }
-        } else {
-            match b {
-                b'"' => in_string = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    deepest = deepest.max(depth);
-                }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
+            return None;
         }
-    }
-    deepest
+        let before = open;
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => open += 1,
+            b']' | b'}' => open = open.saturating_sub(1),
+            _ => {}
+        }
+        Some((at, b, before))
+    })
 }
 
 /// Appends one entry; entries are never changed afterwards.

@@ -13,7 +13,9 @@ pub use context::read_files;
 pub use files::{
     check_size, delete_file, edit_file, file_history, list_files, read_file, write_file,
 };
-pub use logs::{append_log, check_entry_json, check_entry_size, forget_log, nesting, read_log};
+pub use logs::{
+    append_log, check_entry_json, check_entry_size, forget_log, nesting, outside_strings, read_log,
+};
 pub use search::search;
 pub use summary::summarize_file;
 pub use usage::get_usage_stats;
