@@ -115,6 +115,13 @@ pub const ENVELOPE_BYTES: u64 = 512;
 /// Bytes of an answer's JSON counted as one token: the usual figure for English and code.
 pub const BYTES_PER_TOKEN: u64 = 4;
 
+/// Bytes one byte of a call's content may take in its MCP message: six, as `\u0001`, the
+/// longest JSON escape (a client that escapes all but ASCII writes a 2-byte character as 6).
+pub const ESCAPED_BYTES_PER_BYTE: u64 = 6;
+
+/// Room in an MCP message for what is not its content: the method, the agent, the path.
+pub const MESSAGE_FRAME_BYTES: u64 = 64 * 1024;
+
 /// The fixed numbers the tools' documentation quotes (the WIT's `{NAME}` in a doc comment),
 /// so `tools/list` says what this build enforces. Limits an embedder or operator may change
 /// are not here: the docs say where to read them (`get_usage_stats`) instead.
@@ -277,6 +284,14 @@ pub fn quotas(o: &LimitOverrides) -> Quotas {
     }
 }
 
+/// The longest MCP message a tool call within `q` needs: its largest content (a write, or a
+/// log entry) with every byte escaped, and the frame around it. The server's transports read
+/// any message up to this size and answer a longer one with this rule, so every call the
+/// limits allow arrives, and the tool checks its content against the limits themselves.
+pub fn max_message_bytes(q: &Quotas) -> u64 {
+    q.max_write_bytes.max(q.max_log_entry_bytes) * ESCAPED_BYTES_PER_BYTE + MESSAGE_FRAME_BYTES
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,5 +307,26 @@ mod tests {
             KEPT.check(0),
             Err("versions_kept = 0 is out of range: it must be 1 to 1000".into())
         );
+    }
+
+    #[test]
+    fn a_message_has_room_for_the_largest_content_escaped() {
+        let mib = 1024 * 1024;
+        assert_eq!(
+            max_message_bytes(&quotas(&NO_OVERRIDES)),
+            6 * mib + 64 * 1024
+        );
+        let most = LimitOverrides {
+            max_write_bytes: Some(u64::MAX),
+            ..NO_OVERRIDES
+        };
+        assert_eq!(max_message_bytes(&quotas(&most)), 96 * mib + 64 * 1024);
+        // A log entry larger than every write still fits.
+        let entries = LimitOverrides {
+            max_write_bytes: Some(1),
+            ..NO_OVERRIDES
+        };
+        let q = quotas(&entries);
+        assert_eq!(max_message_bytes(&q), 6 * q.max_log_entry_bytes + 64 * 1024);
     }
 }

@@ -16,6 +16,13 @@
 //! The server refuses to start with no key and no authorization server configured: an open
 //! door is never the default.
 //!
+//! A body is read up to the longest message a call within the limits needs
+//! ([`crate::message`]): past that, 413 with a JSON-RPC error saying the bound and where it
+//! comes from. A body rmcp cannot read as a message (not JSON, nested too deep, not
+//! JSON-RPC), which it refuses as 415 with serde's words, gets what MCP's HTTP transport
+//! asks for instead: 400 with a JSON-RPC error saying why, under the request's id when it
+//! can be found. Either way the client shows the reason, not only a status.
+//!
 //! What one client may hold is bounded (`[http]`, [`crate::settings::HTTP_BOUNDS`]): connections open at once
 //! (one more is closed before a byte is read), the time to send a request's headers (also
 //! how long a connection may sit idle) and its body, and calls in flight for the server and
@@ -25,24 +32,29 @@ use crate::gate::{Gate, Metrics};
 use crate::in_flight::{Bounds, InFlight};
 use crate::keys::{Access, KeyRing, Keys};
 use crate::mcp::McpServer;
+use crate::message::{self, MaxMessage};
 use crate::oauth::metadata;
 use crate::oauth::token::Verifier;
 use crate::rate::RateLimiter;
 use crate::service::Service;
 use crate::settings::{DEFAULT_LISTEN, HttpSettings};
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use http_body_util::BodyExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use rmcp::model::{ErrorData, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::bytes::BytesMut;
 use tower_http::timeout::RequestBodyTimeout;
 
 /// Why hosted mode could not start.
@@ -116,8 +128,10 @@ pub fn router(
             per_key: http.limits().max_calls_in_flight_per_key,
         })),
     });
+    let max = MaxMessage::of(service.limits());
     let server = McpServer::new(service).gated(gate, Arc::clone(&metrics));
     let mut config = StreamableHttpServerConfig::default();
+    config.max_request_body_bytes = max.bytes;
     // No sessions in memory, in either protocol era: any instance behind a load balancer
     // can answer any request, with no sticky routing. The server never pushes messages,
     // so there is nothing a session would carry; answers are plain JSON.
@@ -137,12 +151,16 @@ pub fn router(
         Arc::new(LocalSessionManager::default()),
         config,
     );
+    let max = Arc::new(max);
     let auth = Arc::new(Auth {
         keys,
         verifier: verifier.clone(),
+        max: Arc::clone(&max),
     });
+    // The later layer runs first: the caller's proof, then the body.
     let protected = axum::Router::new()
         .nest_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(max, read_message))
         .layer(middleware::from_fn_with_state(auth, authenticate));
     let mut open = axum::Router::new();
     if let Some(verifier) = verifier {
@@ -311,11 +329,9 @@ struct Auth {
     keys: Arc<KeyRing>,
     /// Checks bearer tokens when `[http.oauth]` is set; shared for its cached issuer keys.
     verifier: Option<Arc<Verifier>>,
+    /// The longest body read: a token's request is read whole to see which scope it needs.
+    max: Arc<MaxMessage>,
 }
-
-/// The largest request body a token's request is read whole for, to see which scope it
-/// needs (far above any tool call the limits allow).
-const MAX_SCOPED_BODY: usize = 64 << 20;
 
 /// Lets a request with a known bearer key, or a valid token with the scope the request
 /// needs, through, carrying its identity; 401 (or 403 for a missing scope) otherwise.
@@ -358,12 +374,9 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next:
     };
     // Which scope the request needs is in its body: read it whole, then hand it on.
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_SCOPED_BODY).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is too large or was cut off\n",
-        )
-            .into_response();
+    let bytes = match read_body(body, &auth.max).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
     };
     if let Some(lacking) = needs(&bytes).into_iter().find(|a| !identity.may(*a)) {
         let settings = verifier.settings();
@@ -384,9 +397,73 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut request: Request, next:
         }
         return response;
     }
-    let mut request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// Reads the body whole, up to the longest message a call needs, and hands it to MCP. A JSON
+/// body rmcp refuses as no message it can read (its 415, which it also gives a body sent as
+/// another type) is answered 400 with a JSON-RPC error saying why.
+async fn read_message(
+    State(max): State<Arc<MaxMessage>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let sent_as_json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
+    let bytes = match read_body(body, &max).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE || !sent_as_json {
+        return response;
+    }
+    match message::unreadable(&bytes) {
+        Some(why) => refused(StatusCode::BAD_REQUEST, why, message::request_id(&bytes)),
+        None => response,
+    }
+}
+
+/// A request's body, or the answer to one longer than `max` (413, under the id of the request
+/// it began, when that came before the bound) or cut off (400).
+async fn read_body(mut body: Body, max: &MaxMessage) -> Result<Bytes, Response> {
+    let mut read = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                "the request body was cut off, or did not arrive within the body timeout\n",
+            )
+                .into_response());
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if data.len() > max.bytes - read.len() {
+            read.extend_from_slice(&data[..max.bytes - read.len()]);
+            let id = message::request_id(&read);
+            return Err(refused(StatusCode::PAYLOAD_TOO_LARGE, max.refusal(), id));
+        }
+        read.extend_from_slice(&data);
+    }
+    Ok(read.freeze())
+}
+
+/// `status`, with `error` as a JSON-RPC error in the body (under `id`), as MCP's HTTP
+/// transport answers a request it cannot take: clients show the error's message.
+fn refused(status: StatusCode, error: ErrorData, id: Option<RequestId>) -> Response {
+    let body = serde_json::to_string(&ServerJsonRpcMessage::error(error, id))
+        .unwrap_or_else(|_| String::from("{}"));
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// How every key `keys add` makes begins: such a bearer is a key, never a token to check.

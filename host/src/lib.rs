@@ -18,6 +18,7 @@
 //!   `json` export (the tool surface is the guest crate's `json` module).
 //! - [`writers`]: one write call per agent at a time in this process.
 //! - [`mcp`]: the MCP server (rmcp), over stdio or HTTP.
+//! - [`message`]: the messages both transports read, and the answer to one they cannot.
 //! - [`stdio`]: the stdio transport: rmcp's framing, a tool's answer written once as its
 //!   structured content.
 //! - [`http`]: hosted mode: Streamable HTTP, `/health`, `/metrics`, bearer keys.
@@ -40,6 +41,7 @@ pub mod imports;
 pub mod in_flight;
 pub mod keys;
 pub mod mcp;
+pub mod message;
 pub mod oauth;
 pub mod ops;
 pub mod private;

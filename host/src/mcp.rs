@@ -12,6 +12,7 @@ use crate::bindings::ToolError;
 use crate::gate::{Gate, Metrics, Refusal};
 use crate::in_flight::Ticket;
 use crate::keys::{Access, Identity};
+use crate::message::MaxMessage;
 use crate::resources::{self, ResourceError};
 use crate::service::{CallError, Service};
 use crate::service::{ToolName, agent_of};
@@ -109,7 +110,8 @@ impl McpServer {
             ..self
         };
         let (read, write) = rmcp::transport::stdio_pipes();
-        let running = server.serve(Stdio::new(read, write)).await?;
+        let max = MaxMessage::of(server.service.limits());
+        let running = server.serve(Stdio::new(read, write, max)).await?;
         running.waiting().await?;
         Ok(())
     }

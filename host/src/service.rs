@@ -124,6 +124,11 @@ impl Service {
         Self { limits, ..self }
     }
 
+    /// The operator's limits (each `None` keeps the guest's default).
+    pub fn limits(&self) -> &LimitOverrides {
+        &self.limits
+    }
+
     /// Whether a read call only reads files on this machine, never waiting on the network
     /// (see [`Backend::reads_are_local`]).
     pub fn reads_are_local(&self) -> bool {

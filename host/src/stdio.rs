@@ -10,12 +10,12 @@
 //! [`crate::guard::answers::check`] read as one JSON object before the call committed.
 //!
 //! The rest is rmcp's: its message types, serialised by serde, and its codec for each line
-//! read (a byte order mark, a carriage return, a notification it cannot read). Lines
-//! are bounded as rmcp's transport bounds them; a line that is not JSON is ignored, and
-//! JSON that is not a message is answered "Invalid request", as rmcp answers both. One
-//! departure: a message nested deeper than serde_json reads, which rmcp takes for a line
-//! that is not JSON, is answered (under its id, so its caller does not wait for ever) with
-//! how deep it is and how deep a message may be.
+//! read (a byte order mark, a carriage return, a notification it cannot read). A line that
+//! is not JSON is ignored, and JSON that is not a message is answered "Invalid request", as
+//! rmcp answers both. Two departures, each answered under the request's id where rmcp would
+//! drop the line and leave its caller waiting for ever: a line longer than any call the
+//! limits allow needs ([`MaxMessage`], where rmcp stops at 16 MiB whatever the limits), and
+//! a message nested deeper than serde_json reads.
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -24,17 +24,16 @@ use rmcp::model::{
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::{
-    DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec, JsonRpcMessageCodecError,
-};
-use scratchpad_guest::limits::MAX_LOG_ENTRY_DEPTH;
-use scratchpad_guest::tools::{nesting, outside_strings};
+use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
+use scratchpad_guest::tools::nesting;
 use std::io;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
+
+use crate::message::{MESSAGE_DEPTH, MaxMessage, request_id, too_deep};
 
 /// How much room a read of stdin has at least, as rmcp's transport reads.
 const READ_SIZE: usize = 8 * 1024;
@@ -47,39 +46,51 @@ pub struct Stdio<R, W> {
     buffer: BytesMut,
     /// How far `buffer` is known to hold no line's end.
     scanned: usize,
-    /// Whether the rest of a line longer than [`DEFAULT_MAX_LINE_LENGTH`] is being dropped.
+    /// The longest line read as a message.
+    max: MaxMessage,
+    /// Whether the rest of a line longer than `max` is being dropped.
     discarding: bool,
     /// Where messages go, one whole line at a time: responses are sent concurrently.
     write: Arc<Mutex<W>>,
 }
 
+/// What the buffer holds next.
+enum Next {
+    /// A whole line, its end included.
+    Line(BytesMut),
+    /// The start of a line longer than a message may be, whose rest is dropped as it comes:
+    /// the id of the request it began, when that came before the cut.
+    TooLong(Option<RequestId>),
+}
+
 impl<R, W> Stdio<R, W> {
-    /// The transport over `read` and `write` (rmcp's `stdio_pipes()` in the server).
-    pub fn new(read: R, write: W) -> Self {
+    /// The transport over `read` and `write` (rmcp's `stdio_pipes()` in the server), reading
+    /// lines up to `max`.
+    pub fn new(read: R, write: W, max: MaxMessage) -> Self {
         Self {
             read,
             buffer: BytesMut::new(),
             scanned: 0,
+            max,
             discarding: false,
             write: Arc::new(Mutex::new(write)),
         }
     }
 
-    /// The next whole line in the buffer, its end included; drops an over-long line's
-    /// bytes as they come.
-    fn next_line(&mut self) -> Option<BytesMut> {
+    /// The next whole line in the buffer, or the start of one too long to read; drops an
+    /// over-long line's bytes as they come.
+    fn next_line(&mut self) -> Option<Next> {
         loop {
             let end = self.buffer[self.scanned..].iter().position(|b| *b == b'\n');
             let Some(end) = end.map(|at| self.scanned + at) else {
-                if self.buffer.len() > DEFAULT_MAX_LINE_LENGTH {
-                    if !self.discarding {
-                        tracing::error!(
-                            max_line_length = DEFAULT_MAX_LINE_LENGTH,
-                            "a message over the line length limit was dropped"
-                        );
-                    }
+                if self.discarding {
+                    self.buffer.clear();
+                } else if self.buffer.len() > self.max.bytes {
+                    let id = request_id(&self.buffer);
                     self.discarding = true;
                     self.buffer.clear();
+                    self.scanned = 0;
+                    return Some(Next::TooLong(id));
                 }
                 self.scanned = self.buffer.len();
                 return None;
@@ -90,7 +101,11 @@ impl<R, W> Stdio<R, W> {
                 self.discarding = false;
                 continue;
             }
-            return Some(self.buffer.split_to(end + 1));
+            let line = self.buffer.split_to(end + 1);
+            if end > self.max.bytes {
+                return Some(Next::TooLong(request_id(&line)));
+            }
+            return Some(Next::Line(line));
         }
     }
 }
@@ -138,15 +153,24 @@ where
     /// rmcp sends every message, so that a cancelled receive cannot cut a line short.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let Some(mut line) = self.next_line() else {
-                self.buffer.reserve(READ_SIZE);
-                match self.read.read_buf(&mut self.buffer).await {
-                    // An unfinished last line is dropped, as rmcp's transport drops it.
-                    Ok(0) => return None,
-                    Ok(_) => continue,
-                    Err(e) => {
-                        tracing::error!("reading stdin failed: {e}");
-                        return None;
+            let mut line = match self.next_line() {
+                Some(Next::Line(line)) => line,
+                Some(Next::TooLong(id)) => {
+                    tracing::debug!(max = self.max.bytes, "a message longer than any call needs");
+                    let refusal = self.max.refusal();
+                    self.refuse(refusal, id);
+                    continue;
+                }
+                None => {
+                    self.buffer.reserve(READ_SIZE);
+                    match self.read.read_buf(&mut self.buffer).await {
+                        // An unfinished last line is dropped, as rmcp's transport drops it.
+                        Ok(0) => return None,
+                        Ok(_) => continue,
+                        Err(e) => {
+                            tracing::error!("reading stdin failed: {e}");
+                            return None;
+                        }
                     }
                 }
             };
@@ -158,8 +182,7 @@ where
             let depth = nesting(&line);
             if depth > MESSAGE_DEPTH {
                 tracing::debug!(depth, "a message nested too deep to read");
-                let refusal = ErrorData::invalid_request(too_deep(depth), None);
-                self.refuse(refusal, request_id(&line));
+                self.refuse(too_deep(depth), request_id(&line));
                 continue;
             }
             match JsonRpcMessageCodec::default().decode(&mut line) {
@@ -194,35 +217,6 @@ fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         id: call.id,
         request: ClientRequest::CallToolRequest(call.request),
     }))
-}
-
-/// The deepest a message may nest: serde_json stops reading at 128 levels.
-const MESSAGE_DEPTH: usize = 127;
-
-/// Why a message nested `depth` levels deep is refused.
-fn too_deep(depth: usize) -> String {
-    format!(
-        "the request nests {depth} levels deep (arrays and objects one inside another); a message may nest {MESSAGE_DEPTH} levels, and a log entry in it {MAX_LOG_ENTRY_DEPTH} (nothing was changed)"
-    )
-}
-
-/// The `id` of the request `line` holds, found without reading the rest of it (which may be
-/// too deep to read): the value after a key `"id"` of the outermost object.
-fn request_id(line: &[u8]) -> Option<RequestId> {
-    outside_strings(line)
-        .filter(|&(_, b, open)| b == b'"' && open == 1)
-        .find_map(|(at, _, _)| {
-            let mut key = serde_json::Deserializer::from_slice(&line[at..]).into_iter::<String>();
-            if key.next()?.ok()? != "id" {
-                return None;
-            }
-            let after = line[at + key.byte_offset()..].trim_ascii_start();
-            let value = after.strip_prefix(b":")?;
-            serde_json::Deserializer::from_slice(value)
-                .into_iter()
-                .next()?
-                .ok()
-        })
 }
 
 /// `message` as one line of JSON; a successful tool result gets its text as its structured
@@ -275,6 +269,7 @@ fn answer_text(message: &TxJsonRpcMessage<RoleServer>) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bindings::NO_OVERRIDES;
     use rmcp::model::{NumberOrString, RequestId};
     use serde_json::{Value, json};
 
@@ -328,8 +323,15 @@ mod tests {
     }
 
     async fn received(input: &[u8]) -> (Vec<RxJsonRpcMessage<RoleServer>>, String) {
+        received_within(input, MaxMessage::of(&NO_OVERRIDES)).await
+    }
+
+    async fn received_within(
+        input: &[u8],
+        max: MaxMessage,
+    ) -> (Vec<RxJsonRpcMessage<RoleServer>>, String) {
         let (mut ours, theirs) = tokio::io::duplex(1 << 16);
-        let mut transport = Stdio::new(input, theirs);
+        let mut transport = Stdio::new(input, theirs, max);
         let mut messages = Vec::new();
         while let Some(message) = transport.receive().await {
             messages.push(message);
@@ -402,29 +404,15 @@ not json\n\
         assert_eq!(
             said,
             [
-                (&json!("two"), &json!(too_deep(128))),
-                (&json!(3), &json!(too_deep(5_000))),
+                (&json!("two"), &json!(too_deep(128).message)),
+                (&json!(3), &json!(too_deep(5_000).message)),
             ]
         );
-        assert!(too_deep(128).starts_with("the request nests 128 levels deep"));
-    }
-
-    #[test]
-    fn a_request_id_is_found_at_the_top_level_only() {
-        let cases: [(&[u8], Option<Value>); 5] = [
-            (br#"{"id":7,"method":"ping"}"#, Some(json!(7))),
-            (
-                br#"{"method":"id","params":{"id":1},"id" : "k\"ey"}"#,
-                Some(json!("k\"ey")),
-            ),
-            (br#"{"params":{"id":1},"x":"\"id\":2"}"#, None),
-            (br#"{"id":{"nested":1}}"#, None),
-            (b"[[[", None),
-        ];
-        for (line, id) in cases {
-            let found = request_id(line).map(|id| serde_json::to_value(id).unwrap());
-            assert_eq!(found, id, "{}", String::from_utf8_lossy(line));
-        }
+        assert!(
+            too_deep(128)
+                .message
+                .starts_with("the request nests 128 levels deep")
+        );
     }
 
     /// The fast read of a `tools/call` gives what rmcp's codec gives for the same line, its
@@ -472,7 +460,7 @@ not json\n\
     #[tokio::test]
     async fn a_receive_cancelled_halfway_through_a_line_loses_nothing() {
         let (mut client, server) = tokio::io::duplex(1024);
-        let mut transport = Stdio::new(server, tokio::io::sink());
+        let mut transport = Stdio::new(server, tokio::io::sink(), MaxMessage::of(&NO_OVERRIDES));
         client
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":8,")
             .await
@@ -485,14 +473,55 @@ not json\n\
         assert_eq!(serde_json::to_value(&message).unwrap()["id"], 8);
     }
 
+    /// A line longer than a message may be is answered under its id and the next one read,
+    /// whether its end came in the read that took it past the bound or long after.
     #[tokio::test]
-    async fn a_line_over_the_limit_is_dropped_and_the_next_one_read() {
-        let mut input = vec![b'x'; DEFAULT_MAX_LINE_LENGTH + 10];
-        input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n");
-        let input: &'static [u8] = input.leak();
-        let (messages, out) = received(input).await;
-        assert_eq!(messages.len(), 1);
-        assert_eq!(serde_json::to_value(&messages[0]).unwrap()["id"], 5);
-        assert_eq!(out, "");
+    async fn a_line_over_the_limit_is_answered_under_its_id_and_the_next_one_read() {
+        let max = MaxMessage::for_test(140, "too long");
+        let line = |id: &str, content: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"write_file","arguments":{{"agent_id":"a","path":"p","content":"{}"}}}}}}"#,
+                "x".repeat(content)
+            ) + "\n"
+        };
+        let ping = |id: u32| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#) + "\n";
+        let input = [
+            line("1", 0),
+            // Its end comes in the same read as its 141st byte.
+            line("2", 40),
+            ping(3),
+            // Its end comes reads after its 141st byte; its id is at its start.
+            line("\"four\"", 100_000),
+            ping(5),
+            // Its id comes last, but the line came whole: the id is found.
+            format!(r#"{{"params":{{"content":"{}"}},"id":6}}"#, "x".repeat(200)) + "\n",
+            // Its id comes last, reads after the bound: the refusal has none.
+            format!(
+                r#"{{"params":{{"content":"{}"}},"id":7}}"#,
+                "x".repeat(100_000)
+            ) + "\n",
+            ping(8),
+        ]
+        .concat();
+        let (messages, out) = received_within(input.as_bytes(), max).await;
+        let ids: Vec<Value> = messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap()["id"].clone())
+            .collect();
+        assert_eq!(ids, [json!(1), json!(3), json!(5), json!(8)]);
+        let refusals: Vec<(Value, Value)> = out
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|r| (r["id"].clone(), r["error"]["message"].clone()))
+            .collect();
+        assert_eq!(
+            refusals,
+            [
+                (json!(2), json!("too long")),
+                (json!("four"), json!("too long")),
+                (json!(6), json!("too long")),
+                (Value::Null, json!("too long")),
+            ]
+        );
     }
 }

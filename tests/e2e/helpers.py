@@ -229,8 +229,10 @@ class RawServer:
 
 
 def http_post(url, body, headers=None):
-    """POSTs raw JSON-RPC (or any JSON) to `url`: (status, response headers, body text)."""
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+    """POSTs raw JSON-RPC (or any JSON; bytes as they are) to `url`: (status, response
+    headers, body text)."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST", headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         **(headers or {})})
     try:

@@ -1,13 +1,14 @@
 """Hosted mode: the binary serving Streamable HTTP, driven by the official SDK's HTTP client,
 with real API keys, a real port on loopback and real refusals."""
 
+import json
 import signal
 import urllib.error
 import urllib.request
 
 import pytest
 from conftest import run
-from helpers import LONG_PLAN, Hosted, StandIn, call, message_reply, run_cli, wait_until
+from helpers import LONG_PLAN, Hosted, StandIn, call, http_post, message_reply, run_cli, wait_until
 from mcp.shared.exceptions import MCPError
 
 
@@ -141,6 +142,56 @@ def test_an_unknown_tool_is_the_same_protocol_error_as_over_stdio(hosted, era):
     run(go())
     metrics = urllib.request.urlopen(f"{hosted.url}/metrics").read().decode()
     assert 'scratchpad_tool_calls_total{tool="unknown",outcome="error"} 2' in metrics, metrics
+
+
+def test_every_write_the_limits_allow_arrives_and_a_body_that_is_no_message_is_told_why(tmp_path):
+    """A body may be six bytes for each byte of the largest write and 64 KiB (rmcp's own bound,
+    4 MiB, refused writes the operator's limit allowed); past that, and for a body that is not
+    JSON, too deep or not JSON-RPC, the answer is a JSON-RPC error saying why, which the SDK
+    shows, instead of rmcp's 415 with serde's words."""
+    mib = 1024 * 1024
+    h = Hosted(tmp_path, f"[limits]\nmax_write_bytes = {5 * mib}\n")
+    try:
+        async def go():
+            async with h.client(h.keys["rw"]) as c:
+                # 5 MiB of a control character: a body of 30 MiB, each byte written as \u0001.
+                ok, answer = await call(c, "write_file", agent_id="a", path="raw", content="\x01" * (5 * mib))
+                assert ok and answer["bytes"] == 5 * mib, answer
+                with pytest.raises(MCPError) as raised:
+                    await c.call_tool("write_file", {"agent_id": "a", "path": "big", "content": "x" * (31 * mib)})
+                assert raised.value.error.code == -32600, raised.value.error
+                assert raised.value.error.message.startswith(
+                    "the request is over 31522816 bytes, the most a message may be: 6 bytes for each byte of "
+                    "the largest content a call may carry (max_write_bytes = 5242880, "), raised.value.error.message
+                ok, listing = await call(c, "list_files", agent_id="a")
+                assert [f["path"] for f in listing["files"]] == ["raw"], "the refused write changed nothing"
+
+        run(go())
+        auth = {"Authorization": f"Bearer {h.keys['rw']}"}
+        deep = {"jsonrpc": "2.0", "id": "d", "method": "tools/call",
+                "params": {"name": "append_log", "arguments": {"agent_id": "a", "path": "l", "entry": []}}}
+        deep = json.dumps(deep).replace("[]", "[" * 200 + "]" * 200).encode()
+        cases = [
+            (b'{"jsonrpc":"2.0","id":4,"method":"tools/call",', 4, -32700,
+             "the request is not JSON: EOF while parsing an object at line 1 column 46 (nothing was changed)"),
+            (b"not json", None, -32700,
+             "the request is not JSON: expected ident at line 1 column 2 (nothing was changed)"),
+            (deep, "d", -32600, "the request nests 203 levels deep (arrays and objects one inside another); "
+             "a message may nest 127 levels, and a log entry in it 100 (nothing was changed)"),
+            (b'{"jsonrpc":"2.0","id":5}', 5, -32600,
+             "the request is JSON but no JSON-RPC request, notification or response of MCP's (nothing was changed)"),
+        ]
+        for body, id, code, said in cases:
+            status, headers, text = http_post(f"{h.url}/mcp", body, auth)
+            assert status == 400, (status, text)
+            assert headers["content-type"] == "application/json", headers
+            answer = json.loads(text)
+            assert (answer.get("id"), answer["error"]["code"], answer["error"]["message"]) == (id, code, said), answer
+        # A wrong content type is still rmcp's own refusal.
+        status, _, text = http_post(f"{h.url}/mcp", b"{}", {**auth, "Content-Type": "text/plain"})
+        assert status == 415, (status, text)
+    finally:
+        h.stop()
 
 
 def test_a_key_cannot_read_another_agents_file_as_a_resource(hosted):

@@ -1,11 +1,14 @@
 """The scratchpad over real stdio, as a desktop MCP client uses it."""
 
+import asyncio
 import json
 import os
 import sqlite3
 
+import pytest
 from conftest import connect, run
-from helpers import INITIALIZE, message, run_cli
+from helpers import INITIALIZE, WAIT_SECONDS, message, run_cli
+from mcp.shared.exceptions import MCPError
 
 
 def apply_diff(old, diff):
@@ -285,6 +288,37 @@ def test_an_entry_nested_too_deep_is_refused_and_a_message_too_deep_to_read_is_a
     assert status == 0, stderr
     entries = json.loads(stdout.splitlines()[-1])["result"]["structuredContent"]["entries"]
     assert [e["entry"] for e in entries] == [nested(100)], "only the entry within the limit was stored"
+
+
+def test_every_write_the_limits_allow_arrives_and_a_longer_message_is_answered(db, era):
+    """A message may be six bytes for each byte of the largest write (JSON's longest escape)
+    and 64 KiB: rmcp's 16 MiB line bound dropped a write the operator's limit allowed, and a
+    longer line went unanswered, leaving its caller waiting for ever."""
+    mib = 1024 * 1024
+
+    async def largest():
+        async with connect(db, era, SCRATCHPAD_MAX_WRITE_BYTES=str(4 * mib)) as s:
+            # 4 MiB of a control character: a line of 24 MiB, each byte written as \u0001.
+            assert (await s.ok("write_file", agent_id="a", path="raw", content="\x01" * (4 * mib)))["bytes"] == 4 * mib
+            first = (await s.ok("read_file", agent_id="a", path="raw"))["content"]
+            assert first and first == "\x01" * len(first), "read back as written, in parts"
+
+    # Before, the line went unanswered: the wait fails the test instead of hanging it.
+    run(asyncio.wait_for(largest(), WAIT_SECONDS))
+
+    async def longer():
+        async with connect(db, era) as s:
+            with pytest.raises(MCPError) as raised:
+                await s.client.call_tool("write_file", {"agent_id": "a", "path": "big", "content": "x" * (7 * mib)})
+            assert raised.value.error.code == -32600, raised.value.error
+            assert raised.value.error.message == (
+                "the request is over 6356992 bytes, the most a message may be: 6 bytes for each byte of the "
+                "largest content a call may carry (max_write_bytes = 1048576, max_log_entry_bytes = 65536), "
+                "as many as JSON's escapes can take, and 65536 bytes more (nothing was changed)")
+            # The session goes on, and nothing was written.
+            assert [f["path"] for f in (await s.ok("list_files", agent_id="a"))["files"]] == ["raw"]
+
+    run(asyncio.wait_for(longer(), WAIT_SECONDS))
 
 
 def test_completions_and_the_man_page_come_from_the_cli(tmp_path):

@@ -25,6 +25,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use rusqlite::{Connection, params};
+use scratchpad_mcp::bindings::NO_OVERRIDES;
+use scratchpad_mcp::message::MaxMessage;
 use scratchpad_mcp::stdio::{self, Stdio};
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
@@ -233,7 +235,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Floor::Sqlite(_) => None,
     };
     let (read, write) = rmcp::transport::stdio_pipes();
-    let ended = floor.serve(Stdio::new(read, write)).await?.waiting().await;
+    let max = MaxMessage::of(&NO_OVERRIDES);
+    let ended = floor
+        .serve(Stdio::new(read, write, max))
+        .await?
+        .waiting()
+        .await;
     if let Some(client) = postgres {
         let table = postgres_table();
         client.batch_execute(&format!("DROP TABLE {table}")).await?;
