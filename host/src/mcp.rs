@@ -18,10 +18,11 @@ use crate::service::{CallError, Service};
 use crate::service::{ToolName, agent_of};
 use crate::stdio::{self, Stdio};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -214,6 +215,28 @@ fn resource_error(e: ResourceError) -> McpError {
     }
 }
 
+/// The answer to a request for `method` that rmcp could not read as one of MCP's.
+fn not_served(method: &str) -> McpError {
+    let params = match method {
+        "tools/call" => "`name`, a tool's name, and `arguments`, an object of its arguments",
+        "resources/read" => "`uri`, a string",
+        "initialize" => "`protocolVersion`, `capabilities` and `clientInfo`",
+        _ => {
+            return McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "no method {method:?} here: this server answers initialize, ping, tools/list, tools/call, resources/list, resources/templates/list and resources/read"
+                ),
+                None,
+            );
+        }
+    };
+    McpError::invalid_params(
+        format!("the params of {method} are not what MCP defines: they take {params}"),
+        None,
+    )
+}
+
 /// Every tool as the guest crate's catalogue describes it (the same JSON the component's
 /// `json.list-tools` gives embedders): about 1,400 tokens of context.
 fn catalogue() -> Vec<Tool> {
@@ -315,6 +338,17 @@ impl ServerHandler for McpServer {
             meta: None,
         };
         Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    /// A request rmcp did not read as one of MCP's: a method this server does not answer, or
+    /// one of its own whose params do not fit (rmcp reads both alike, and would call either
+    /// an unknown method, naming the method and nothing else).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(not_served(&request.method))
     }
 
     async fn call_tool(

@@ -78,7 +78,9 @@ pub fn unreadable(body: &[u8]) -> Option<ErrorData> {
     if depth > MESSAGE_DEPTH {
         return Some(too_deep(depth));
     }
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+    // Into a value, which checks what skipping it would not: each string's UTF-8 and escapes,
+    // each number's range.
+    if let Err(e) = serde_json::from_slice::<serde_json::Value>(body) {
         return Some(ErrorData::parse_error(
             format!("the request is not JSON: {e} (nothing was changed)"),
             None,
@@ -167,13 +169,13 @@ mod tests {
     #[test]
     fn what_is_no_message_is_told_why() {
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        let cases: [(&[u8], Told); 5] = [
+        let cases: [(&[u8], Told); 8] = [
             (br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, None),
             (
                 br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","#,
                 Some((
                     -32700,
-                    "the request is not JSON: EOF while parsing an object at line 1 column 46 (nothing was changed)",
+                    "the request is not JSON: EOF while parsing a value at line 1 column 46 (nothing was changed)",
                 )),
             ),
             (
@@ -188,6 +190,24 @@ mod tests {
                 Some((-32600, "the request nests 200 levels deep")),
             ),
             (b"", Some((-32700, "the request is not JSON: EOF"))),
+            (
+                b"{\"id\":1,\"x\":\"\xff\"}",
+                Some((
+                    -32700,
+                    "the request is not JSON: invalid unicode code point",
+                )),
+            ),
+            (
+                br#"{"id":1,"x":"\ud800"}"#,
+                Some((
+                    -32700,
+                    "the request is not JSON: unexpected end of hex escape",
+                )),
+            ),
+            (
+                br#"{"id":1,"x":1e400}"#,
+                Some((-32700, "the request is not JSON: number out of range")),
+            ),
         ];
         for (body, expected) in cases {
             let found = unreadable(body);

@@ -10,12 +10,13 @@
 //! [`crate::guard::answers::check`] read as one JSON object before the call committed.
 //!
 //! The rest is rmcp's: its message types, serialised by serde, and its codec for each line
-//! read (a byte order mark, a carriage return, a notification it cannot read). A line that
-//! is not JSON is ignored, and JSON that is not a message is answered "Invalid request", as
-//! rmcp answers both. Two departures, each answered under the request's id where rmcp would
-//! drop the line and leave its caller waiting for ever: a line longer than any call the
-//! limits allow needs ([`MaxMessage`], where rmcp stops at 16 MiB whatever the limits), and
-//! a message nested deeper than serde_json reads.
+//! read (a byte order mark, a carriage return, a notification it cannot read). One departure:
+//! a request this transport cannot read is answered under its id, saying why, where rmcp
+//! would drop the line (or answer it with no id) and leave its caller waiting for ever: a line
+//! longer than any call the limits allow needs ([`MaxMessage`], where rmcp stops at 16 MiB
+//! whatever the limits), a message nested deeper than serde_json reads, one that is not JSON
+//! (a string that is not UTF-8, a number out of range, a line cut short), and JSON that is no
+//! message. A line that is not JSON and has no id to answer under is ignored, as rmcp does.
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -33,7 +34,7 @@ use tokio::sync::Mutex;
 use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
-use crate::message::{MESSAGE_DEPTH, MaxMessage, request_id, too_deep};
+use crate::message::{MESSAGE_DEPTH, MaxMessage, request_id, too_deep, unreadable};
 
 /// How much room a read of stdin has at least, as rmcp's transport reads.
 const READ_SIZE: usize = 8 * 1024;
@@ -185,16 +186,27 @@ where
                 self.refuse(too_deep(depth), request_id(&line));
                 continue;
             }
+            let kept = line.clone();
             match JsonRpcMessageCodec::default().decode(&mut line) {
                 Ok(Some(message)) => return Some(message),
                 // A notification outside MCP, which rmcp ignores.
                 Ok(None) => {}
-                Err(JsonRpcMessageCodecError::Serde(e)) if e.is_data() => {
-                    tracing::debug!("a message that is not MCP: {e}");
-                    self.refuse(ErrorData::invalid_request("Invalid request", None), None);
+                Err(e) => {
+                    // rmcp ignores a line that is not JSON, and answers JSON that is no message
+                    // with no id: either way a request's caller would wait for ever. Both are
+                    // answered under the request's id when it can be found; a line that is not
+                    // JSON and has none (an empty line among them) is ignored, as rmcp does.
+                    let id = request_id(&kept);
+                    let json = matches!(&e, JsonRpcMessageCodecError::Serde(e) if e.is_data());
+                    if !json && id.is_none() {
+                        tracing::debug!("ignoring a line that is not JSON: {e}");
+                        continue;
+                    }
+                    tracing::debug!("a line that is no MCP message: {e}");
+                    let why = unreadable(message_text(&kept))
+                        .unwrap_or_else(|| ErrorData::invalid_request("Invalid request", None));
+                    self.refuse(why, id);
                 }
-                // Not JSON (an empty line among them): rmcp ignores it too.
-                Err(e) => tracing::debug!("ignoring a line that is not JSON: {e}"),
             }
         }
     }
@@ -204,13 +216,19 @@ where
     }
 }
 
+/// The message a line holds: without its end, and without a byte order mark before it.
+fn message_text(line: &[u8]) -> &[u8] {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
 /// `line` as a `tools/call` request, when it is one, read straight into its type. rmcp's
 /// codec reads a request by trying each kind of request in turn until one fits, making (and
 /// dropping) an error message for each that does not: thirteen before `tools/call`, the
 /// request nearly every line is. What this does not read, rmcp's codec reads as before.
 fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    let line = line.strip_suffix(b"\n")?;
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = message_text(line);
     let call: JsonRpcRequest<CallToolRequest> = serde_json::from_slice(line).ok()?;
     Some(JsonRpcMessage::Request(JsonRpcRequest {
         jsonrpc: call.jsonrpc,
@@ -343,29 +361,56 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn lines_are_read_as_rmcp_reads_them() {
+    async fn lines_are_read_as_rmcp_reads_them_and_a_request_is_always_answered() {
         let input = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n\
 \n\
 not json\n\
 {\"jsonrpc\":\"2.0\",\"method\":\"notifications/other\"}\n\
 {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}\n\
 {\"jsonrpc\":\"2.0\",\"id\":3}\n\
+{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\n\
+[1]\n\
 {\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}";
         let (messages, out) = received(input).await;
         let ids: Vec<Value> = messages
             .iter()
             .map(|m| serde_json::to_value(m).unwrap()["id"].clone())
             .collect();
-        // The BOM and CR are dropped; an empty line and a line that is not JSON are ignored; a
-        // notification rmcp does not know goes on to it (its handler ignores it); JSON that is
-        // no message is refused; an unfinished last line is dropped.
+        // The BOM and CR are dropped; an empty line and a line that is not JSON and has no id
+        // are ignored; a notification rmcp does not know goes on to it (its handler ignores
+        // it); an unfinished last line is dropped. A request that is not JSON, or JSON that is
+        // no message, is answered under its id where rmcp would leave its caller waiting.
         assert_eq!(ids, [json!(1), Value::Null, json!(2)]);
-        let refusals: Vec<Value> = out
+        let mut refusals: Vec<(String, Value, Value)> = out
             .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|r| {
+                (
+                    r["id"].to_string(),
+                    r["error"]["code"].clone(),
+                    r["error"]["message"].clone(),
+                )
+            })
             .collect();
-        assert_eq!(refusals.len(), 1, "{out}");
-        assert_eq!(refusals[0]["error"]["message"], "Invalid request");
+        refusals.sort_by(|a, b| a.0.cmp(&b.0));
+        let no_message = json!(
+            "the request is JSON but no JSON-RPC request, notification or response of MCP's (nothing was changed)"
+        );
+        assert_eq!(
+            refusals,
+            [
+                ("3".to_owned(), json!(-32600), no_message.clone()),
+                (
+                    "5".to_owned(),
+                    json!(-32700),
+                    json!(
+                        "the request is not JSON: EOF while parsing a value at line 1 column 40 (nothing was changed)"
+                    )
+                ),
+                ("null".to_owned(), json!(-32600), no_message),
+            ],
+            "{out}"
+        );
     }
 
     /// A call whose arguments nest `depth` levels, the message three more.

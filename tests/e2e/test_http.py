@@ -173,7 +173,7 @@ def test_every_write_the_limits_allow_arrives_and_a_body_that_is_no_message_is_t
         deep = json.dumps(deep).replace("[]", "[" * 200 + "]" * 200).encode()
         cases = [
             (b'{"jsonrpc":"2.0","id":4,"method":"tools/call",', 4, -32700,
-             "the request is not JSON: EOF while parsing an object at line 1 column 46 (nothing was changed)"),
+             "the request is not JSON: EOF while parsing a value at line 1 column 46 (nothing was changed)"),
             (b"not json", None, -32700,
              "the request is not JSON: expected ident at line 1 column 2 (nothing was changed)"),
             (deep, "d", -32600, "the request nests 203 levels deep (arrays and objects one inside another); "
@@ -187,6 +187,13 @@ def test_every_write_the_limits_allow_arrives_and_a_body_that_is_no_message_is_t
             assert headers["content-type"] == "application/json", headers
             answer = json.loads(text)
             assert (answer.get("id"), answer["error"]["code"], answer["error"]["message"]) == (id, code, said), answer
+        # A tools/call whose params do not fit is told what they take, not "method not found".
+        bad_call = {"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                    "params": {"name": "read_file", "arguments": [1]}}
+        status, _, text = http_post(f"{h.url}/mcp", bad_call, auth)
+        assert json.loads(text)["error"] == {"code": -32602, "message": (
+            "the params of tools/call are not what MCP defines: they take `name`, a tool's name, "
+            "and `arguments`, an object of its arguments")}, (status, text)
         # A wrong content type is still rmcp's own refusal.
         status, _, text = http_post(f"{h.url}/mcp", b"{}", {**auth, "Content-Type": "text/plain"})
         assert status == 415, (status, text)

@@ -4,10 +4,11 @@ import asyncio
 import json
 import os
 import sqlite3
+import subprocess
 
 import pytest
 from conftest import connect, run
-from helpers import INITIALIZE, WAIT_SECONDS, message, run_cli
+from helpers import INITIALIZE, WAIT_SECONDS, command, environment, message, run_cli
 from mcp.shared.exceptions import MCPError
 
 
@@ -319,6 +320,43 @@ def test_every_write_the_limits_allow_arrives_and_a_longer_message_is_answered(d
             assert [f["path"] for f in (await s.ok("list_files", agent_id="a"))["files"]] == ["raw"]
 
     run(asyncio.wait_for(longer(), WAIT_SECONDS))
+
+
+def test_a_request_that_is_not_json_or_not_mcp_is_answered_under_its_id(db):
+    """rmcp ignored a line that was not JSON, answered JSON that was no message without an
+    id, and called a tools/call whose params did not fit an unknown method: a caller waited
+    for ever, or was told the wrong thing. Each is now answered under its id, saying why."""
+    lines = [
+        json.dumps(message("initialize", INITIALIZE, 1)).encode(),
+        json.dumps(message("notifications/initialized")).encode(),
+        json.dumps(message("tools/call", {"name": "read_file", "arguments": [1]}, 2)).encode(),
+        # Not UTF-8 inside a string: not JSON.
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_file","arguments":'
+        b'{"agent_id":"a","path":"x","content":"\xff"}}}',
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":'
+        b'{"agent_id":"a","path":"x","since_version":1e400}}}',
+        b'{"jsonrpc":"2.0","id":5}',
+        json.dumps(message("no/such/method", {}, 6)).encode(),
+        b"not json and no id",
+        json.dumps(message("ping", None, 7)).encode(),
+    ]
+    done = subprocess.run(command("--db", db), input=b"".join(l + b"\n" for l in lines), capture_output=True,
+                          env=environment(), timeout=WAIT_SECONDS)
+    assert done.returncode == 0, done.stderr
+    answers = {a.get("id"): a for a in map(json.loads, done.stdout.decode().splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4, 5, 6, 7], done.stdout[:2000]
+    said = {id: (a["error"]["code"], a["error"]["message"]) for id, a in answers.items() if "error" in a}
+    assert said == {
+        2: (-32602, "the params of tools/call are not what MCP defines: they take `name`, a tool's name, "
+                    "and `arguments`, an object of its arguments"),
+        3: (-32700, "the request is not JSON: invalid unicode code point at line 1 column 127 (nothing was changed)"),
+        4: (-32700, "the request is not JSON: number out of range at line 1 column 135 (nothing was changed)"),
+        5: (-32600, "the request is JSON but no JSON-RPC request, notification or response of MCP's "
+                    "(nothing was changed)"),
+        6: (-32601, 'no method "no/such/method" here: this server answers initialize, ping, tools/list, '
+                    "tools/call, resources/list, resources/templates/list and resources/read"),
+    }, said
+    assert answers[7]["result"] == {}
 
 
 def test_completions_and_the_man_page_come_from_the_cli(tmp_path):
