@@ -7,7 +7,7 @@ use std::fmt;
 
 /// Quotes a caller's value for an error message: escaped (so NUL or a look-alike character
 /// shows as what it is) and cut short if long.
-pub(crate) fn quoted(value: &str) -> String {
+pub fn quoted(value: &str) -> String {
     let count = value.chars().count();
     if count <= QUOTED_CHARS {
         format!("{value:?}")

@@ -80,9 +80,18 @@ pub fn unreadable(body: &[u8]) -> Option<ErrorData> {
     }
     // Into a value, which checks what skipping it would not: each string's UTF-8 and escapes,
     // each number's range.
-    if let Err(e) = serde_json::from_slice::<serde_json::Value>(body) {
-        return Some(ErrorData::parse_error(
-            format!("the request is not JSON: {e} (nothing was changed)"),
+    let value = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(value) => value,
+        Err(e) => {
+            return Some(ErrorData::parse_error(
+                format!("the request is not JSON: {e} (nothing was changed)"),
+                None,
+            ));
+        }
+    };
+    if value.is_array() {
+        return Some(ErrorData::invalid_request(
+            "the request is a batch (an array of messages), which MCP has not had since 2025-06-18: send each message alone (nothing was changed)",
             None,
         ));
     }
@@ -169,7 +178,7 @@ mod tests {
     #[test]
     fn what_is_no_message_is_told_why() {
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-        let cases: [(&[u8], Told); 8] = [
+        let cases: [(&[u8], Told); 9] = [
             (br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, None),
             (
                 br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","#,
@@ -190,6 +199,10 @@ mod tests {
                 Some((-32600, "the request nests 200 levels deep")),
             ),
             (b"", Some((-32700, "the request is not JSON: EOF"))),
+            (
+                br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+                Some((-32600, "the request is a batch (an array of messages)")),
+            ),
             (
                 b"{\"id\":1,\"x\":\"\xff\"}",
                 Some((

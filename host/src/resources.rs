@@ -7,6 +7,7 @@
 //! a resource is the whole current version however long it is.
 
 use crate::service::{CallError, Service};
+use scratchpad_guest::names::quoted;
 use serde_json::{Map, Value, json};
 
 /// The URI scheme.
@@ -55,8 +56,21 @@ pub fn parse(uri: &str) -> Result<(&str, &str), ResourceError> {
         .and_then(|rest| rest.split_once('/'))
         .filter(|(agent, path)| !agent.is_empty() && !path.is_empty())
         .ok_or_else(|| {
-            ResourceError::Invalid(format!("resource URIs look like {TEMPLATE} (got {uri:?})"))
+            ResourceError::Invalid(format!(
+                "resource URIs look like {TEMPLATE} (got {})",
+                quoted(uri)
+            ))
         })
+}
+
+/// The (agent, path) a listing's `cursor` continues after: the last URI of a page before.
+fn after(cursor: &str) -> Result<(&str, &str), ResourceError> {
+    parse(cursor).map_err(|_| {
+        ResourceError::Invalid(format!(
+            "the cursor {} is not one this server gave (a listing's cursor is the last URI of the page before): list again without one",
+            quoted(cursor)
+        ))
+    })
 }
 
 /// A page of resources of `agents` (every agent when none) after `cursor` (the last URI of
@@ -66,7 +80,7 @@ pub fn list(
     agents: Option<&[String]>,
     cursor: Option<&str>,
 ) -> Result<(Vec<Listed>, Option<String>), ResourceError> {
-    let after = cursor.map(parse).transpose()?;
+    let after = cursor.map(after).transpose()?;
     let files = service.all_files(agents, after, PAGE)?;
     let listed: Vec<Listed> = files
         .into_iter()
@@ -141,6 +155,19 @@ mod tests {
                 "{e}"
             );
         }
+        assert_eq!(
+            after("garbage!!").unwrap_err().to_string(),
+            "the cursor \"garbage!!\" is not one this server gave (a listing's cursor is the last URI of the page before): list again without one"
+        );
+        assert_eq!(after(&uri("a", "b/c")).unwrap(), ("a", "b/c"));
+        // A long value is quoted cut short, not echoed whole.
+        let long = format!("x{}", "y".repeat(5_000));
+        assert!(
+            parse(&long)
+                .unwrap_err()
+                .to_string()
+                .ends_with("... (5001 characters))")
+        );
         assert_eq!(mime_type("x/notes.md"), "text/markdown");
         assert_eq!(mime_type("Makefile"), "text/plain");
     }

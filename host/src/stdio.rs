@@ -399,7 +399,7 @@ not json\n\
         assert_eq!(
             refusals,
             [
-                ("3".to_owned(), json!(-32600), no_message.clone()),
+                ("3".to_owned(), json!(-32600), no_message),
                 (
                     "5".to_owned(),
                     json!(-32700),
@@ -407,7 +407,13 @@ not json\n\
                         "the request is not JSON: EOF while parsing a value at line 1 column 40 (nothing was changed)"
                     )
                 ),
-                ("null".to_owned(), json!(-32600), no_message),
+                (
+                    "null".to_owned(),
+                    json!(-32600),
+                    json!(
+                        "the request is a batch (an array of messages), which MCP has not had since 2025-06-18: send each message alone (nothing was changed)"
+                    )
+                ),
             ],
             "{out}"
         );

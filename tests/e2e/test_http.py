@@ -178,6 +178,9 @@ def test_every_write_the_limits_allow_arrives_and_a_body_that_is_no_message_is_t
              "the request is not JSON: expected ident at line 1 column 2 (nothing was changed)"),
             (deep, "d", -32600, "the request nests 203 levels deep (arrays and objects one inside another); "
              "a message may nest 127 levels, and a log entry in it 100 (nothing was changed)"),
+            (b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', None, -32600,
+             "the request is a batch (an array of messages), which MCP has not had since 2025-06-18: "
+             "send each message alone (nothing was changed)"),
             (b'{"jsonrpc":"2.0","id":5}', 5, -32600,
              "the request is JSON but no JSON-RPC request, notification or response of MCP's (nothing was changed)"),
         ]
