@@ -7,6 +7,7 @@
 //! refused before any storage work. No key, and no hash, ever reaches a log or an error.
 //! A running server reads its keys again on `SIGHUP` ([`KeyRing`]).
 
+use scratchpad_guest::names::AgentId;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -329,6 +330,20 @@ fn name_of(table: &toml_edit::Table) -> Option<&str> {
     table.get("name").and_then(|n| n.as_str())
 }
 
+/// That each of the agents key `name` is for is an agent id a call can name: a key for
+/// another would be refused at every call, for a reason its operator never sees.
+pub fn check_agents(name: &str, agents: &[String]) -> Result<(), String> {
+    for agent in agents {
+        AgentId::parse(agent).map_err(|e| {
+            format!(
+                "key {name:?} is for an agent no call can name: {}",
+                scratchpad_guest::json::message(&e)
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Makes a key for `agents` with `scope` (and `summaries` if given, else as the scope says),
 /// records its hash under `name` in the config file at `path` (created if missing, comments
 /// kept), and returns the key: the only time it is shown.
@@ -353,6 +368,7 @@ pub fn add(
             "a key needs at least one --agent".into(),
         ));
     }
+    check_agents(name, agents).map_err(KeysError::Refused)?;
     let mut doc = load(path)?;
     let keys = keys_array(&mut doc)?;
     if keys.iter().any(|t| name_of(t) == Some(name)) {
@@ -468,7 +484,19 @@ mod tests {
                 (add(&path, name, &agents, *scope, *summaries).unwrap(), *may)
             })
             .collect();
+        let bad = add(
+            &path,
+            "bad",
+            &["a".into(), "../b".into()],
+            Scope::ReadWrite,
+            None,
+        );
+        assert_eq!(
+            bad.unwrap_err().to_string(),
+            "key \"bad\" is for an agent no call can name: agent_id may contain only [a-zA-Z0-9_-] (got \"../b\": '.' at character 1)"
+        );
         let keys = Keys::new(&read(&path).unwrap());
+        assert_eq!(keys.0.len(), 4, "the refused key was not added");
         for (key, may) in made {
             let who = keys.identify(&key).unwrap();
             assert_eq!(who.allows("a", Access::Model).is_ok(), may, "{}", who.name);

@@ -573,7 +573,8 @@ impl Resolver<'_> {
         }
     }
 
-    /// `[http]`: every bound within its range, and the OAuth settings sound.
+    /// `[http]`: every bound within its range, every key for agents a call can name, and the
+    /// OAuth settings sound.
     fn check_http(&self, http: &HttpSettings) -> Result<(), SettingsError> {
         let out_of_range = |reason| SettingsError::Limit {
             origin: self.origin.clone(),
@@ -587,6 +588,9 @@ impl Resolver<'_> {
         }
         if let Some(oauth) = &http.oauth {
             oauth.check().map_err(|e| out_of_range(e.to_string()))?;
+        }
+        for key in &http.keys {
+            crate::keys::check_agents(&key.name, &key.agents).map_err(out_of_range)?;
         }
         for (bound, value) in HTTP_BOUNDS.iter().zip(http.configured_bounds()) {
             if let Some(value) = value {
@@ -784,6 +788,20 @@ mod tests {
                 "{rate}: {e}"
             );
         }
+        let key = |agent: &str| {
+            format!(
+                "[[http.keys]]\nname = \"ci\"\nsha256 = \"{}\"\nagents = [\"a\", \"{agent}\"]\nscope = \"read-write\"\n",
+                "0".repeat(64)
+            )
+        };
+        assert!(resolve(Some(&key("b-2_c")), &[]).is_ok());
+        let e = resolve(Some(&key("a b")), &[]).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "key \"ci\" is for an agent no call can name: agent_id may contain only [a-zA-Z0-9_-] (got \"a b\": ' ' at character 2)"
+            ),
+            "{e}"
+        );
         for rate in ["0.001", "5.0", "1000000.0"] {
             assert!(resolve(Some(&format!("[http]\ncalls_per_second = {rate}\n")), &[]).is_ok());
         }
