@@ -179,3 +179,46 @@ fn a_shared_prefix_of_agent_ids_shares_nothing() {
         "alice2's"
     );
 }
+
+/// Every argument of every tool given a value of each wrong JSON kind is refused in the
+/// tools' words: the error names the field and what it takes, never a type of the code.
+#[test]
+fn an_argument_of_the_wrong_kind_is_refused_without_naming_a_type_of_the_code() {
+    let s = Scratch::new();
+    s.write("a", "f", "one\ntwo\n");
+    let catalogue: Value = serde_json::from_str(&scratchpad_guest::json::list_tools()).unwrap();
+    let wrong = [
+        json!([]),
+        json!([1, "x"]),
+        json!({}),
+        json!({ "old": 1 }),
+        json!(1),
+        json!(-1),
+        json!(1.5),
+        json!("x"),
+        json!(true),
+        json!(null),
+    ];
+    let (mut leaks, mut calls, mut refused) = (Vec::new(), 0, 0);
+    for tool in catalogue.as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let properties = tool["inputSchema"]["properties"].as_object().unwrap();
+        for field in properties.keys() {
+            for value in &wrong {
+                let mut args = json!({ "agent_id": "a", "path": "f" });
+                args[field.as_str()] = value.clone();
+                calls += 1;
+                if let Err(e) = s.call(name, args.clone()) {
+                    refused += 1;
+                    let code_words = ["struct ", "enum ", "Args", "::", "Value"];
+                    if code_words.iter().any(|w| e.contains(w)) {
+                        leaks.push(format!("{name} {args} -> {e}"));
+                    }
+                }
+            }
+        }
+    }
+    println!("figure: {calls} calls with an argument of the wrong kind, {refused} refused");
+    assert!(refused * 10 > calls * 9, "{refused} of {calls} refused");
+    assert!(leaks.is_empty(), "{leaks:#?}");
+}

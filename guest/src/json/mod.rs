@@ -126,21 +126,35 @@ pub fn unknown_tool(name: &str) -> String {
     format!("unknown tool {name:?}; the tools are {names}")
 }
 
-/// Decodes a tool's arguments, naming the field that does not fit.
+/// Decodes a tool's arguments, one JSON object of named arguments, naming the field that
+/// does not fit.
 ///
 /// Arguments that fit are decoded in one pass. Those that do not are decoded again by way of
 /// a JSON value: its error names the field without a position in the text, and it takes a
 /// repeated key as the last one given (the one pass refuses it), as decoding always did.
+/// Anything but an object is refused by that rule: serde would take an array for the
+/// arguments in their order, and name its own type for any other value.
 fn decode<T: DeserializeOwned>(tool: ToolName, arguments: &str) -> Result<T, CallError> {
-    if let Ok(decoded) = serde_json::from_str(arguments) {
+    let invalid = |why: &dyn std::fmt::Display| {
+        CallError::InvalidArguments(format!("invalid arguments for {}: {why}", tool.as_str()))
+    };
+    if arguments.trim_start().starts_with('{')
+        && let Ok(decoded) = serde_json::from_str(arguments)
+    {
         return Ok(decoded);
     }
-    let value: Value = serde_json::from_str(arguments).map_err(|e| {
-        CallError::InvalidArguments(format!("invalid arguments for {}: {e}", tool.as_str()))
-    })?;
-    serde_json::from_value(value).map_err(|e| {
-        CallError::InvalidArguments(format!("invalid arguments for {}: {e}", tool.as_str()))
-    })
+    let value: Value = serde_json::from_str(arguments).map_err(|e| invalid(&e))?;
+    let got = match &value {
+        Value::Object(_) => return serde_json::from_value(value).map_err(|e| invalid(&e)),
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "true or false",
+        Value::Null => "null",
+    };
+    Err(invalid(&format!(
+        "the arguments must be one JSON object, of named arguments (got {got})"
+    )))
 }
 
 /// A tool's answer as its JSON result, or its error with the text the server answers with.
@@ -221,5 +235,34 @@ mod tests {
             "{m}"
         );
         assert!(!m.contains("column"), "{m}");
+    }
+
+    /// Serde would take an array for the arguments in their order, and name its own type
+    /// for a string or a number: each is refused by the rule instead.
+    #[test]
+    fn arguments_are_one_object() {
+        for (arguments, got) in [
+            (r#"["a", "x"]"#, "an array"),
+            (r#""x""#, "a string"),
+            ("5", "a number"),
+            ("true", "true or false"),
+            ("null", "null"),
+        ] {
+            assert_eq!(
+                file_history(arguments).unwrap_err(),
+                CallError::InvalidArguments(format!(
+                    "invalid arguments for file_history: the arguments must be one JSON object, of named arguments (got {got})"
+                )),
+                "{arguments}"
+            );
+        }
+        let not_json = file_history("{").unwrap_err();
+        assert_eq!(
+            not_json,
+            CallError::InvalidArguments(
+                "invalid arguments for file_history: EOF while parsing an object at line 1 column 1"
+                    .into()
+            )
+        );
     }
 }

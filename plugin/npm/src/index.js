@@ -128,7 +128,14 @@ export class Scratchpad {
   /** Calls `tool` (its MCP name, e.g. `write_file`) with its MCP arguments; resolves to the
    * server's `structuredContent`, or rejects with a ToolError carrying the server's text. */
   async call(tool, args = {}) {
-    const answer = await this.#send({ op: 'json', tool, args: JSON.stringify(args ?? {}) });
+    let text;
+    try {
+      text = JSON.stringify(args ?? {});
+    } catch (e) {
+      // A BigInt, or a value that contains itself: the arguments cannot be sent as JSON.
+      throw new ToolError('invalid-arguments', `invalid arguments for ${tool}: they are not JSON (${e.message})`);
+    }
+    const answer = await this.#send({ op: 'json', tool, args: text });
     return JSON.parse(answer);
   }
 
@@ -265,7 +272,11 @@ export class AgentScratchpad {
 
   /** Calls `tool` as the bound agent; arguments that name an agent are refused. */
   async call(tool, args = {}) {
-    if (args !== null && typeof args === 'object' && 'agent_id' in args) {
+    args ??= {};
+    // Anything but an object goes as it is, for the tools to refuse by their rule: spread, an
+    // array or a string would turn into arguments named 0, 1, 2...
+    if (typeof args !== 'object' || Array.isArray(args)) return this.pad.call(tool, args);
+    if ('agent_id' in args) {
       throw new ToolError('invalid-arguments',
         `invalid arguments for ${tool}: agent_id is not an argument here; these tools are bound to agent ${JSON.stringify(this.agentId)}`);
     }

@@ -66,6 +66,21 @@ test('errors carry the WIT case and the server\'s text, and change nothing', asy
   await pad.close();
 });
 
+test('arguments that are no JSON object are refused by the rule, changing nothing', async () => {
+  const pad = new Scratchpad(folder());
+  const planner = pad.forAgent('planner');
+  const rule = (got) => `invalid arguments for write_file: the arguments must be one JSON object, of named arguments (got ${got})`;
+  // Spread, an array or a string used to become arguments named 0, 1, 2...
+  await assert.rejects(pad.call('write_file', ['a', 'x', 'written']), refused('invalid-arguments', rule('an array')));
+  await assert.rejects(planner.call('write_file', ['x', 'written']), refused('invalid-arguments', rule('an array')));
+  await assert.rejects(planner.call('write_file', 'xy'), refused('invalid-arguments', rule('a string')));
+  await assert.rejects(planner.call('write_file', { path: 'x', content: 1n }),
+    refused('invalid-arguments', 'invalid arguments for write_file: they are not JSON ('));
+  assert.deepEqual((await pad.call('list_files', { agent_id: 'a' })).files, []);
+  assert.deepEqual((await planner.call('list_files', {})).files, []);
+  await pad.close();
+});
+
 test('data persists across a new Scratchpad on the folder, and two folders live side by side', async () => {
   const [one, two] = [folder(), folder()];
   const first = new Scratchpad(one);

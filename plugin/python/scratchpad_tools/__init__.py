@@ -25,6 +25,7 @@ import copy
 import json
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from wasmtime import Trap, WasmtimeError
@@ -79,7 +80,11 @@ class Scratchpad:
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Calls `tool` (its MCP name, e.g. `write_file`) with its MCP arguments; returns the
         server's `structuredContent`, or raises `ToolError` with the server's text."""
-        text = json.dumps({} if arguments is None else arguments)
+        try:
+            # NaN and infinity are no JSON numbers: refused here, not sent as words JSON lacks.
+            text = json.dumps({} if arguments is None else arguments, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ToolError("invalid-arguments", f"invalid arguments for {tool}: they are not JSON ({e})") from None
         with self._lock:
             try:
                 answer = self._runtime.export("json", "call")(tool, text)
@@ -149,6 +154,10 @@ class AgentScratchpad:
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Calls `tool` as the bound agent; arguments that name an agent are refused."""
+        if arguments is not None and not isinstance(arguments, Mapping):
+            # Not an object: sent as it is, for the tools to refuse by their rule (dict() would
+            # take a list of pairs for named arguments).
+            return self.pad.call(tool, arguments)
         arguments = dict(arguments or {})
         if "agent_id" in arguments:
             raise ToolError("invalid-arguments",

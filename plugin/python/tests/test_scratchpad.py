@@ -65,6 +65,29 @@ def test_errors_carry_the_wit_case_and_the_servers_text(pad):
     assert pad.call("list_files", {"agent_id": "a"})["files"] == [], "a refused call changes nothing"
 
 
+def test_arguments_that_are_no_json_object_are_refused_by_the_rule(pad):
+    """An array used to be taken for the arguments in their order (a write, through a bound
+    agent too), a string or number refused with a name from the code, NaN sent as a word JSON
+    lacks, bytes raised as a TypeError: each is now a ToolError saying why."""
+    planner = pad.for_agent("planner")
+    object_rule = "the arguments must be one JSON object, of named arguments (got {})"
+    cases = [
+        (pad.call, ["a", "x", "written"], object_rule.format("an array")),
+        (planner.call, [("path", "x"), ("content", "written")], object_rule.format("an array")),
+        (pad.call, "x", object_rule.format("a string")),
+        (planner.call, 5, object_rule.format("a number")),
+        (planner.call, {"path": "x", "content": float("nan")}, "they are not JSON (Out of range float values"),
+        (planner.call, {"path": "x", "content": b"bytes"}, "they are not JSON (Object of type bytes"),
+    ]
+    for call, arguments, said in cases:
+        with pytest.raises(ToolError) as refused:
+            call("write_file", arguments)
+        assert refused.value.kind == "invalid-arguments", (arguments, str(refused.value))
+        assert str(refused.value).startswith(f"invalid arguments for write_file: {said}"), str(refused.value)
+    assert pad.call("list_files", {"agent_id": "a"})["files"] == []
+    assert planner.call("list_files")["files"] == [], "nothing was written"
+
+
 def test_data_persists_across_a_new_scratchpad_on_the_folder(folder):
     with Scratchpad(folder) as first:
         first.call("write_file", {"agent_id": "a", "path": "kept.md", "content": "still here"})
