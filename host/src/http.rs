@@ -434,7 +434,8 @@ async fn read_message(
 }
 
 /// A request's body, or the answer to one longer than `max` (413, under the id of the request
-/// it began, when that came before the bound) or cut off (400).
+/// it began, when that came before the bound; sent once the client has sent the rest, which
+/// is dropped unkept) or cut off (400).
 async fn read_body(mut body: Body, max: &MaxMessage) -> Result<Bytes, Response> {
     let mut read = BytesMut::new();
     while let Some(frame) = body.frame().await {
@@ -451,6 +452,10 @@ async fn read_body(mut body: Body, max: &MaxMessage) -> Result<Bytes, Response> 
         if data.len() > max.bytes - read.len() {
             read.extend_from_slice(&data[..max.bytes - read.len()]);
             let id = message::request_id(&read);
+            // The rest is read and dropped (for at most the body timeout): a client still
+            // sending when the connection closed would get a reset, not this answer.
+            drop(read);
+            while let Some(Ok(_)) = body.frame().await {}
             return Err(refused(StatusCode::PAYLOAD_TOO_LARGE, max.refusal(), id));
         }
         read.extend_from_slice(&data);

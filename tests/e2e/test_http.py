@@ -146,7 +146,8 @@ def test_an_unknown_tool_is_the_same_protocol_error_as_over_stdio(hosted, era):
 
 def test_every_write_the_limits_allow_arrives_and_a_body_that_is_no_message_is_told_why(tmp_path):
     """A body may be six bytes for each byte of the largest write and 64 KiB (rmcp's own bound,
-    4 MiB, refused writes the operator's limit allowed); past that, and for a body that is not
+    4 MiB, refused writes the operator's limit allowed); past that (the rest of the body read and
+    dropped, so that a client still sending gets the answer, not a reset), and for a body that is not
     JSON, too deep or not JSON-RPC, the answer is a JSON-RPC error saying why, which the SDK
     shows, instead of rmcp's 415 with serde's words."""
     mib = 1024 * 1024
@@ -158,7 +159,7 @@ def test_every_write_the_limits_allow_arrives_and_a_body_that_is_no_message_is_t
                 ok, answer = await call(c, "write_file", agent_id="a", path="raw", content="\x01" * (5 * mib))
                 assert ok and answer["bytes"] == 5 * mib, answer
                 with pytest.raises(MCPError) as raised:
-                    await c.call_tool("write_file", {"agent_id": "a", "path": "big", "content": "x" * (31 * mib)})
+                    await c.call_tool("write_file", {"agent_id": "a", "path": "big", "content": "x" * (50 * mib)})
                 assert raised.value.error.code == -32600, raised.value.error
                 assert raised.value.error.message.startswith(
                     "the request is over 31522816 bytes, the most a message may be: 6 bytes for each byte of "
