@@ -16,17 +16,17 @@
 //! longer than any call the limits allow needs ([`MaxMessage`], where rmcp stops at 16 MiB
 //! whatever the limits), a message nested deeper than serde_json reads, one that is not JSON
 //! (a string that is not UTF-8, a number out of range, a line cut short), and JSON that is no
-//! message. A line that is not JSON and has no id to answer under is ignored, as rmcp does.
+//! message. A line that is not JSON and has no id to answer under is ignored, as rmcp does,
+//! unless it is JSON too deep to read.
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequest, CallToolResult, ClientRequest, ContentBlock, ErrorData, JsonRpcMessage,
-    JsonRpcRequest, JsonRpcResponse, RequestId, ServerResult,
+    CallToolRequest, CallToolResult, ClientRequest, ContentBlock, ErrorCode, ErrorData,
+    JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, RequestId, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
-use scratchpad_guest::tools::nesting;
 use std::io;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -34,7 +34,7 @@ use tokio::sync::Mutex;
 use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
-use crate::message::{MESSAGE_DEPTH, MaxMessage, request_id, too_deep, unreadable};
+use crate::message::{MaxMessage, request_id, unreadable};
 
 /// How much room a read of stdin has at least, as rmcp's transport reads.
 const READ_SIZE: usize = 8 * 1024;
@@ -178,33 +178,27 @@ where
             if let Some(call) = tool_call(&line) {
                 return Some(call);
             }
-            // serde_json reads no deeper: rmcp would take the line for one that is not JSON and
-            // ignore it, and its caller would wait for an answer for ever.
-            let depth = nesting(&line);
-            if depth > MESSAGE_DEPTH {
-                tracing::debug!(depth, "a message nested too deep to read");
-                self.refuse(too_deep(depth), request_id(&line));
-                continue;
-            }
             let kept = line.clone();
             match JsonRpcMessageCodec::default().decode(&mut line) {
                 Ok(Some(message)) => return Some(message),
                 // A notification outside MCP, which rmcp ignores.
                 Ok(None) => {}
                 Err(e) => {
-                    // rmcp ignores a line that is not JSON, and answers JSON that is no message
-                    // with no id: either way a request's caller would wait for ever. Both are
-                    // answered under the request's id when it can be found; a line that is not
-                    // JSON and has none (an empty line among them) is ignored, as rmcp does.
+                    // rmcp ignores a line that is not JSON (a message nested deeper than
+                    // serde_json reads among them), and answers JSON that is no message with no
+                    // id: either way a request's caller would wait for ever. Each is answered
+                    // with why, under the request's id when it can be found; a line that is not
+                    // JSON and has none (an empty line among them) is ignored, as rmcp does,
+                    // unless it is too deep to read.
                     let id = request_id(&kept);
+                    let why = unreadable(message_text(&kept))
+                        .unwrap_or_else(|| ErrorData::invalid_request("Invalid request", None));
                     let json = matches!(&e, JsonRpcMessageCodecError::Serde(e) if e.is_data());
-                    if !json && id.is_none() {
+                    if !json && id.is_none() && why.code == ErrorCode::PARSE_ERROR {
                         tracing::debug!("ignoring a line that is not JSON: {e}");
                         continue;
                     }
                     tracing::debug!("a line that is no MCP message: {e}");
-                    let why = unreadable(message_text(&kept))
-                        .unwrap_or_else(|| ErrorData::invalid_request("Invalid request", None));
                     self.refuse(why, id);
                 }
             }
@@ -288,6 +282,7 @@ fn answer_text(message: &TxJsonRpcMessage<RoleServer>) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::bindings::NO_OVERRIDES;
+    use crate::message::{MESSAGE_DEPTH, too_deep};
     use rmcp::model::{NumberOrString, RequestId};
     use serde_json::{Value, json};
 
@@ -436,6 +431,8 @@ not json\n\
             nested_call("1", MESSAGE_DEPTH),
             nested_call("\"two\"", MESSAGE_DEPTH + 1),
             nested_call("3", 5_000),
+            // No id to answer under, but not a line to ignore either.
+            format!("{}{}\n", "[".repeat(200), "]".repeat(200)),
         ]
         .concat();
         let (messages, out) = received(input.as_bytes()).await;
@@ -457,6 +454,7 @@ not json\n\
             [
                 (&json!("two"), &json!(too_deep(128).message)),
                 (&json!(3), &json!(too_deep(5_000).message)),
+                (&Value::Null, &json!(too_deep(200).message)),
             ]
         );
         assert!(
