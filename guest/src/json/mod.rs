@@ -10,6 +10,7 @@
 pub mod args;
 pub mod catalogue;
 pub mod output;
+mod refusal;
 
 pub use catalogue::{Hints, ToolName};
 
@@ -130,8 +131,9 @@ pub fn unknown_tool(name: &str) -> String {
 /// does not fit.
 ///
 /// Arguments that fit are decoded in one pass. Those that do not are decoded again by way of
-/// a JSON value: its error names the field without a position in the text, and it takes a
-/// repeated key as the last one given (the one pass refuses it), as decoding always did.
+/// a JSON value: its refusal names the argument and what it takes (see [`refusal`]), without
+/// a position in the text, and it takes a repeated key as the last one given (the one pass
+/// refuses it), as decoding always did.
 /// Anything but an object is refused by that rule: serde would take an array for the
 /// arguments in their order, and name its own type for any other value.
 fn decode<T: DeserializeOwned>(tool: ToolName, arguments: &str) -> Result<T, CallError> {
@@ -145,7 +147,7 @@ fn decode<T: DeserializeOwned>(tool: ToolName, arguments: &str) -> Result<T, Cal
     }
     let value: Value = serde_json::from_str(arguments).map_err(|e| invalid(&e))?;
     let got = match &value {
-        Value::Object(_) => return serde_json::from_value(value).map_err(|e| invalid(&e)),
+        Value::Object(_) => return refusal::decode(value).map_err(|why| invalid(&why)),
         Value::Array(_) => "an array",
         Value::String(_) => "a string",
         Value::Number(_) => "a number",

@@ -78,6 +78,7 @@ def test_arguments_that_are_no_json_object_are_refused_by_the_rule(pad):
         (planner.call, 5, object_rule.format("a number")),
         (planner.call, {"path": "x", "content": float("nan")}, "they are not JSON (Out of range float values"),
         (planner.call, {"path": "x", "content": b"bytes"}, "they are not JSON (Object of type bytes"),
+        (planner.call, {"path": "x", "content": 5}, "content must be a string (got 5)"),
     ]
     for call, arguments, said in cases:
         with pytest.raises(ToolError) as refused:

@@ -1,0 +1,153 @@
+//! Why a tool's arguments do not decode, in the tools' words.
+//!
+//! Serde says what went wrong in its own terms and not where: `invalid type: integer `5`,
+//! expected a string` does not say which of a tool's string arguments was given the number,
+//! and `expected u64` names a Rust type. A caller (often a model) needs the argument, what
+//! it takes and what it got, as every other rule of the tools says it:
+//! `since_version must be a whole number from 0 to 18446744073709551615 (got 1.5)`.
+
+use crate::names::quoted;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_path_to_error::{Path, Segment};
+
+/// Decodes `value` (the arguments, one JSON object) into `T`, or says why not.
+pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    // Serde takes the value apart as it decodes; the refusal quotes what was given.
+    let given = value.clone();
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let why = e.inner().to_string();
+        // An unknown field's refusal names it, and the fields there are, already.
+        if why.starts_with("unknown field ")
+            || matches!(e.path().iter().next(), None | Some(Segment::Unknown))
+        {
+            return why;
+        }
+        let field = e.path().to_string();
+        match (expected(&why), at(&given, e.path())) {
+            (Some(takes), Some(got)) => format!("{field} must be {takes} (got {})", describe(got)),
+            _ => format!("{field}: {why}"),
+        }
+    })
+}
+
+/// What serde's words say a value of the wrong kind should have been, said as the tools say
+/// it; `None` for any other refusal (a missing or unknown field, a rule's own words).
+fn expected(why: &str) -> Option<&str> {
+    if !(why.starts_with("invalid type: ") || why.starts_with("invalid value: ")) {
+        return None;
+    }
+    let (_, takes) = why.rsplit_once(", expected ")?;
+    Some(match takes {
+        "u64" => "a whole number from 0 to 18446744073709551615",
+        "a boolean" => "true or false",
+        "a sequence" => "an array",
+        "a map" => "an object",
+        other => other,
+    })
+}
+
+/// The value at `path` in the arguments.
+fn at<'v>(arguments: &'v Value, path: &Path) -> Option<&'v Value> {
+    path.iter()
+        .try_fold(arguments, |value, segment| match segment {
+            Segment::Map { key } => value.get(key),
+            Segment::Seq { index } => value.get(index),
+            Segment::Enum { .. } | Segment::Unknown => None,
+        })
+}
+
+/// A value given, as a refusal quotes it: numbers, `true`, `false` and `null` as written,
+/// a string quoted, an array or an object by its kind.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::String(s) => quoted(s),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+        Value::Number(_) | Value::Bool(_) | Value::Null => value.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::args::{EditFileArgs, ReadFileArgs, WriteFileArgs};
+    use serde_json::json;
+
+    fn refusal<T: DeserializeOwned + std::fmt::Debug>(arguments: Value) -> String {
+        decode::<T>(arguments).unwrap_err()
+    }
+
+    /// Each wrong kind of value is refused naming the argument, what it takes and what was
+    /// given: never serde's `u64` or its unnamed `invalid type`.
+    #[test]
+    fn a_value_of_the_wrong_kind_names_its_argument_and_what_it_takes() {
+        let read = |field: &str, value: Value| {
+            let mut a = json!({"agent_id": "a", "path": "f"});
+            a[field] = value;
+            refusal::<ReadFileArgs>(a)
+        };
+        let whole = "a whole number from 0 to 18446744073709551615";
+        for (value, got) in [
+            (json!(1.5), "1.5"),
+            (json!(-1), "-1"),
+            (json!(1.18e21), "1.18e+21"),
+            (json!("1"), "\"1\""),
+            (json!(true), "true"),
+            (json!([1]), "an array"),
+            (json!({"v": 1}), "an object"),
+        ] {
+            assert_eq!(
+                read("since_version", value),
+                format!("since_version must be {whole} (got {got})")
+            );
+        }
+        assert_eq!(
+            read("agent_id", json!(5)),
+            "agent_id must be a string (got 5)"
+        );
+        assert_eq!(
+            read("agent_id", json!(null)),
+            "agent_id must be a string (got null)"
+        );
+        assert_eq!(
+            read("full_diff", json!("yes")),
+            "full_diff must be true or false (got \"yes\")"
+        );
+        let long = "x".repeat(500);
+        assert_eq!(
+            read("full_diff", json!(long)),
+            format!("full_diff must be true or false (got {})", quoted(&long))
+        );
+        let write = json!({"agent_id": "a", "path": "f", "content": {"text": "x"}});
+        assert_eq!(
+            refusal::<WriteFileArgs>(write),
+            "content must be a string (got an object)"
+        );
+    }
+
+    /// Inside an array the place is named by its index; a refusal in a rule's own words
+    /// keeps them, and one of the whole object (a missing or unknown field) names no place.
+    #[test]
+    fn a_refusal_inside_names_the_place_and_keeps_the_rules_words() {
+        let edit = |edits: Value| {
+            refusal::<EditFileArgs>(
+                json!({"agent_id": "a", "path": "f", "base_version": 1, "edits": edits}),
+            )
+        };
+        assert_eq!(edit(json!("x")), "edits must be an array (got \"x\")");
+        let range = edit(json!([{"old": "a", "new": "b"}, {"start": 1, "end": "2", "lines": []}]));
+        assert!(
+            range.starts_with("edits[1]: an edit is {\"old\", \"new\"}"),
+            "{range}"
+        );
+        assert_eq!(
+            refusal::<ReadFileArgs>(json!({"agent_id": "a"})),
+            "missing field `path`"
+        );
+        assert!(
+            refusal::<ReadFileArgs>(json!({"agent_id": "a", "path": "f", "if": 1}))
+                .starts_with("unknown field `if`, expected one of `agent_id`")
+        );
+    }
+}
