@@ -52,8 +52,14 @@ fn replace_lines(content: &str, edit: &LineEdit) -> Result<String, String> {
     let count = lines.len() as u64;
     let (start, end) = (edit.start, edit.end);
     if start == 0 || start > count + 1 || end + 1 < start || end > count {
+        // A reader pages "a\nb\n" as two lines; said plainly, the third is the empty one.
+        let last = if content.ends_with('\n') {
+            format!(", line {count} being the empty one after the last newline")
+        } else {
+            String::new()
+        };
         return Err(format!(
-            "lines {start} to {end} are not a range of this version's {count} lines \
+            "lines {start} to {end} are not a range of this version's {count} lines{last} \
              (start is 1 to {}; end is start - 1, to insert, up to {count})",
             count + 1
         ));
@@ -129,9 +135,13 @@ mod tests {
             assert_eq!(
                 apply(doc, &lines(start, end, &[])).unwrap_err(),
                 format!(
-                    "lines {start} to {end} are not a range of this version's 4 lines (start is 1 to 5; end is start - 1, to insert, up to 4)"
+                    "lines {start} to {end} are not a range of this version's 4 lines, line 4 being the empty one after the last newline (start is 1 to 5; end is start - 1, to insert, up to 4)"
                 )
             );
         }
+        assert_eq!(
+            apply("one\ntwo", &lines(4, 3, &[])).unwrap_err(),
+            "lines 4 to 3 are not a range of this version's 2 lines (start is 1 to 3; end is start - 1, to insert, up to 2)"
+        );
     }
 }
