@@ -53,6 +53,9 @@ pub enum OpsError {
     /// A snapshot folder is not usable.
     #[error("{0}")]
     Snapshot(String),
+    /// An agent id no call could name: no data can be under it.
+    #[error("--agent: {0}")]
+    Agent(String),
     /// A snapshot or store failed verification; nothing was changed.
     #[error("{what} failed verification; nothing was changed:\n  {}", problems.join("\n  "))]
     Unsound {
@@ -62,18 +65,19 @@ pub enum OpsError {
         problems: Vec<String>,
     },
     /// A file could not be read or written.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done, and to which file.
         what: String,
-        /// The error.
-        source: std::io::Error,
+        /// The error: said in this one's text, so not its source (a chain of causes would
+        /// say it twice).
+        error: std::io::Error,
     },
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> OpsError {
     let what = what.into();
-    move |source| OpsError::Io { what, source }
+    move |error| OpsError::Io { what, error }
 }
 
 /// Progress on stderr when it is a terminal, at most a few times a second; silent otherwise.
@@ -146,6 +150,12 @@ fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), OpsError> {
 /// verifies it, and writes its manifest last.
 pub fn snapshot(db: &Path, dir: &Path) -> Result<Manifest, OpsError> {
     let mut progress = Progress::new("snapshot");
+    if dir.exists() && !dir.is_dir() {
+        return Err(OpsError::Snapshot(format!(
+            "{} is a file; a snapshot goes to a new or empty folder",
+            dir.display()
+        )));
+    }
     if dir.exists() {
         let mut entries =
             std::fs::read_dir(dir).map_err(io(format!("cannot read {}", dir.display())))?;
@@ -268,6 +278,8 @@ pub fn restore(db: &Path, dir: &Path) -> Result<Restored, OpsError> {
 
 /// Exports agent `agent` to `out`, reading the store without changing it.
 pub fn export(db: &Path, agent: &str, out: &mut dyn Write) -> Result<Tally, OpsError> {
+    scratchpad_guest::names::AgentId::parse(agent)
+        .map_err(|e| OpsError::Agent(scratchpad_guest::json::message(&e)))?;
     let mut progress = Progress::new("exporting");
     let tally = admin::export(db, agent, out, &mut |n| progress.items(n))?;
     progress.done();

@@ -526,3 +526,59 @@ fn an_import_is_held_to_the_tools_rules() {
     .unwrap();
     assert_eq!((agent.as_str(), tally.versions), ("a", 2));
 }
+
+/// Each cause once, as `main` prints an error: its text, then each source's.
+fn chain(e: &OpsError) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text += &format!(": {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+/// What the operator's commands were given that cannot be used is named, with why, once:
+/// an agent id no call could name, a file where a snapshot's folder goes, a folder where the
+/// store's file goes, an export that cannot be read. Nothing is written.
+#[test]
+fn the_operators_commands_name_what_they_cannot_use() {
+    let s = Scratch::new();
+    s.write("a", "f", "text");
+    let mut out = Vec::new();
+    let e = ops::export(&s.db(), "a b", &mut out).unwrap_err();
+    assert_eq!(
+        chain(&e),
+        "--agent: agent_id may contain only [a-zA-Z0-9_-] (got \"a b\": ' ' at character 2)"
+    );
+    assert!(out.is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "kept").unwrap();
+    let e = ops::snapshot(&s.db(), &file).unwrap_err();
+    assert!(
+        chain(&e).ends_with("a-file is a file; a snapshot goes to a new or empty folder"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
+
+    let folder = "it is a folder, and the store is a file (such as scratchpad.db in it)";
+    let e = admin::stats(dir.path()).unwrap_err().to_string();
+    assert!(e.ends_with(folder), "{e}");
+    let e = ops::import(
+        dir.path(),
+        &mut std::io::Cursor::new(""),
+        None,
+        false,
+        &NO_OVERRIDES,
+    )
+    .unwrap_err();
+    assert!(chain(&e).ends_with(folder), "{e}");
+
+    let mut unreadable = std::io::BufReader::new(std::fs::File::open(dir.path()).unwrap());
+    let e = ops::import(&s.db(), &mut unreadable, None, false, &NO_OVERRIDES).unwrap_err();
+    let said = chain(&e);
+    assert_eq!(said.matches("os error").count(), 1, "{said}");
+    assert!(said.starts_with("cannot read the export: "), "{said}");
+}

@@ -21,6 +21,9 @@ pub(super) fn open_read_only(path: &Path) -> Result<Connection, StoreError> {
         path: path.display().to_string(),
         reason,
     };
+    if path.is_dir() {
+        return Err(open_error(super::A_FOLDER.into()));
+    }
     if !path.is_file() {
         return Err(open_error("no such file".into()));
     }

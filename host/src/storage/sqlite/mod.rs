@@ -116,6 +116,9 @@ impl Sqlite {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::private::create_dir_all(dir).map_err(|e| open_error(e.to_string()))?;
         }
+        if path.is_dir() {
+            return Err(open_error(A_FOLDER.into()));
+        }
         check_writable(path).map_err(|e| open_error(e.to_string()))?;
         let store = Self {
             path: path.to_owned(),
@@ -221,6 +224,9 @@ impl Sqlite {
 
 /// A store whose file (or folder, for the journal) cannot be written is named as such,
 /// rather than as whatever SQLite fails with first. A new store is created here, private.
+/// Why a folder given for the store is refused: the store is a file in it.
+const A_FOLDER: &str = "it is a folder, and the store is a file (such as scratchpad.db in it)";
+
 fn check_writable(path: &Path) -> Result<(), StoreError> {
     use std::io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
     let probe = crate::private::options()

@@ -175,9 +175,16 @@ pub enum ImportError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The file could not be read.
+    /// The file could not be read: said in this one's text, so not its source (a chain of
+    /// causes would say it twice).
     #[error("cannot read the export: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for ImportError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 fn write_line(out: &mut dyn Write, line: &Line) -> std::io::Result<()> {
