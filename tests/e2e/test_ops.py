@@ -145,6 +145,20 @@ def test_verify_names_a_damaged_file_as_a_problem_found(tmp_path):
     assert "Corrupt" not in out and "database error" not in out
 
 
+def test_a_command_that_fails_says_why_in_one_line(tmp_path):
+    """`--help` promises one line on stderr for an error: a store that is no database used to
+    add a log line naming a module of the code before it."""
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("not a database, just notes\n" * 200)
+    for args in [("stats",), ("export", "--agent", "a"), ("snapshot", str(tmp_path / "snap"))]:
+        status, out, err = ops(garbage, *args)
+        assert status == 2, (args, out, err)
+        assert err == "scratchpad-mcp: the store's file is damaged: SQLite cannot read it as a database\n", (args, err)
+    status, _, err = ops(tmp_path, "stats")
+    assert status == 2 and err == (f"scratchpad-mcp: cannot open the store at {tmp_path}: it is a folder, "
+                                   "and the store is a file (such as scratchpad.db in it)\n"), err
+
+
 def test_verify_finds_one_changed_byte_anywhere_in_a_page(tmp_path):
     """One byte of a stored version changed on disk ("text" to "tExt"), and one byte of a
     timestamp on another page: each is a problem found, naming its page."""

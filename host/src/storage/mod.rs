@@ -114,7 +114,10 @@ impl From<StoreError> for StorageError {
                 tracing::error!(error = %e, "store unavailable");
                 StorageError::Other("the store cannot be opened".into())
             }
-            StoreError::Damaged => StorageError::Other("the store's file is damaged".into()),
+            e @ StoreError::Damaged => {
+                tracing::error!(error = %e, "store damaged");
+                StorageError::Other("the store's file is damaged".into())
+            }
             e @ StoreError::Unreachable(_) => {
                 tracing::error!(error = %e, "database unreachable");
                 StorageError::Other(

@@ -1,4 +1,6 @@
-//! The store crate's errors as the host's: what only the operator may read goes to the log.
+//! The store crate's errors as the host's: what only the operator may read (SQLite's own
+//! words) goes to the log. A damaged store is logged where a caller is told less
+//! ([`crate::storage`]'s `From<StoreError>`); a command run by the operator prints it.
 
 use super::BUSY_TIMEOUT;
 use crate::storage::StoreError;
@@ -10,10 +12,7 @@ impl From<Error> for StoreError {
             Error::Busy => StoreError::Busy(BUSY_TIMEOUT.as_secs()),
             Error::Full => StoreError::Full,
             Error::ReadOnly => StoreError::ReadOnly,
-            Error::Damaged => {
-                tracing::error!("database damaged");
-                StoreError::Damaged
-            }
+            Error::Damaged => StoreError::Damaged,
             Error::OutOfRange(_) => StoreError::Refused(e.to_string()),
             Error::TooNew { .. } => StoreError::Database(e.to_string()),
             Error::Database { words, detail } => {
