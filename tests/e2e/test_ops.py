@@ -93,6 +93,15 @@ def test_export_import_through_the_command_line(tmp_path):
     assert status == 2 and "pass --replace" in err, err
     assert ops(copy, "import", tmp_path / "a.jsonl", "--replace")[0] == 0
     assert ops(copy, "export", "--agent", "a")[1] == exported
+    out = tmp_path / "backup.jsonl"
+    assert ops(db, "export", "--agent", "a", "--out", out)[0] == 0
+    assert out.read_text() == exported
+    for typo in ["b", "a b"]:
+        status, _, err = ops(db, "export", "--agent", typo, "--out", out)
+        assert status == 2 and err.startswith("scratchpad-mcp: --agent: " if " " in typo else
+                                              'scratchpad-mcp: agent "b" has nothing in this store'), err
+        assert out.read_text() == exported, "a refused export leaves the file at its name as it was"
+    assert sorted(p.name for p in tmp_path.glob("backup*")) == ["backup.jsonl"]
 
 
 def test_config_file_limits_reach_a_running_server(tmp_path):

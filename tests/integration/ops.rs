@@ -539,7 +539,7 @@ fn chain(e: &OpsError) -> String {
 }
 
 /// What the operator's commands were given that cannot be used is named, with why, once:
-/// an agent id no call could name, a file where a snapshot's folder goes, a folder where the
+/// an agent id no call could name or the store has never seen, a file where a snapshot's folder goes, a folder where the
 /// store's file goes, an export that cannot be read. Nothing is written.
 #[test]
 fn the_operators_commands_name_what_they_cannot_use() {
@@ -550,6 +550,12 @@ fn the_operators_commands_name_what_they_cannot_use() {
     assert_eq!(
         chain(&e),
         "--agent: agent_id may contain only [a-zA-Z0-9_-] (got \"a b\": ' ' at character 2)"
+    );
+    assert!(out.is_empty());
+    let e = ops::export(&s.db(), "nobody", &mut out).unwrap_err();
+    assert_eq!(
+        chain(&e),
+        "agent \"nobody\" has nothing in this store (`stats` lists the agents that do); nothing was written"
     );
     assert!(out.is_empty());
 

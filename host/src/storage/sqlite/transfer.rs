@@ -156,7 +156,7 @@ impl Tally {
     }
 }
 
-/// Why an import was refused. Nothing was written.
+/// Why an import or an export was refused. Nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// A line is not what the format allows there.
@@ -172,6 +172,12 @@ pub enum ImportError {
         "agent {0:?} already has data in this store; pass --replace to replace it (its files and logs are deleted first)"
     )]
     Exists(String),
+    /// An export of an agent the store has never seen: a typo would otherwise make an
+    /// empty export that looks like a backup.
+    #[error(
+        "agent {0:?} has nothing in this store (`stats` lists the agents that do); nothing was written"
+    )]
+    NoAgent(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -208,7 +214,7 @@ pub fn export(
         )
         .optional()
         .map_err(map_err)?
-        .unwrap_or(0);
+        .ok_or_else(|| ImportError::NoAgent(agent.to_owned()))?;
     write_line(
         out,
         &Line::Header {
