@@ -360,7 +360,7 @@ pub fn add(
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
     {
         return Err(KeysError::Refused(format!(
-            "a key's name may contain only [a-zA-Z0-9_.-] (got {name:?})"
+            "a key's name is one or more of [a-zA-Z0-9_.-] (got {name:?})"
         )));
     }
     if agents.is_empty() {
@@ -495,8 +495,16 @@ mod tests {
             bad.unwrap_err().to_string(),
             "key \"bad\" is for an agent no call can name: agent_id may contain only [a-zA-Z0-9_-] (got \"../b\": '.' at character 1)"
         );
+        for name in ["", "k 2"] {
+            assert_eq!(
+                add(&path, name, &agents, Scope::ReadWrite, None)
+                    .unwrap_err()
+                    .to_string(),
+                format!("a key's name is one or more of [a-zA-Z0-9_.-] (got {name:?})")
+            );
+        }
         let keys = Keys::new(&read(&path).unwrap());
-        assert_eq!(keys.0.len(), 4, "the refused key was not added");
+        assert_eq!(keys.0.len(), 4, "the refused keys were not added");
         for (key, may) in made {
             let who = keys.identify(&key).unwrap();
             assert_eq!(who.allows("a", Access::Model).is_ok(), may, "{}", who.name);
