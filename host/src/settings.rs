@@ -671,9 +671,21 @@ fn read_config(path: &Path) -> Result<ConfigFile, SettingsError> {
         path: path.display().to_string(),
         reason: e.to_string(),
     })?;
-    toml::from_str(&text).map_err(|e| SettingsError::Invalid {
+    let invalid = |reason: String| SettingsError::Invalid {
         path: path.display().to_string(),
-        reason: e.message().to_owned() + &location(&text, e.span()),
+        reason,
+    };
+    let document =
+        toml::de::Deserializer::parse(&text).map_err(|e| invalid(e.message().to_owned()))?;
+    serde_path_to_error::deserialize(document).map_err(|e| {
+        let (key, e) = (e.path().to_string(), e.into_inner());
+        let at = location(&text, e.span());
+        invalid(
+            match scratchpad_guest::json::refusal::misfit(e.message(), "a table") {
+                Some(m) if key != "." => format!("{key} must be {} (got {}){at}", m.takes, m.got),
+                _ => e.message().to_owned() + &at,
+            },
+        )
     })
 }
 
@@ -844,6 +856,24 @@ mod tests {
         let e = resolve(Some("[store]\npth = \"x\"\n"), &[]).unwrap_err();
         assert!(e.to_string().contains("unknown field `pth`"), "{e}");
         assert!(e.to_string().contains("(line 2, column 1)"), "{e}");
+        // A value of the wrong kind is named by its key, in words and not serde's types.
+        for (file, said) in [
+            (
+                "[limits]\nmax_files = -1\n",
+                "limits.max_files must be a whole number from 0 to 18446744073709551615 (got integer `-1`) (line 2, column 13)",
+            ),
+            (
+                "[http]\nmax_connections = \"9\"\n",
+                "http.max_connections must be a whole number from 0 to 4294967295 (got string \"9\") (line 2, column 19)",
+            ),
+            (
+                "store = 5\n",
+                "store must be a table (got integer `5`) (line 1, column 9)",
+            ),
+        ] {
+            let e = resolve(Some(file), &[]).unwrap_err().to_string();
+            assert!(e.ends_with(said), "{e}");
+        }
         let e = resolve(None, &[("SCRATCHPAD_MAX_FILES", "lots")]).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -6,11 +6,12 @@
 //! - [`catalogue`]: names, descriptions, input schemas, annotations.
 //! - [`args`]: what each tool's arguments decode to.
 //! - [`output`]: what each tool's result encodes to.
+//! - [`refusal`]: arguments that do not decode, said by the argument's name.
 
 pub mod args;
 pub mod catalogue;
 pub mod output;
-mod refusal;
+pub mod refusal;
 
 pub use catalogue::{Hints, ToolName};
 

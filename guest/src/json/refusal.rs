@@ -24,27 +24,45 @@ pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, String> {
             return why;
         }
         let field = e.path().to_string();
-        match (expected(&why), at(&given, e.path())) {
-            (Some(takes), Some(got)) => format!("{field} must be {takes} (got {})", describe(got)),
+        match (misfit(&why, "an object"), at(&given, e.path())) {
+            (Some(m), Some(got)) => format!("{field} must be {} (got {})", m.takes, describe(got)),
             _ => format!("{field}: {why}"),
         }
     })
 }
 
-/// What serde's words say a value of the wrong kind should have been, said as the tools say
-/// it; `None` for any other refusal (a missing or unknown field, a rule's own words).
-fn expected(why: &str) -> Option<&str> {
-    if !(why.starts_with("invalid type: ") || why.starts_with("invalid value: ")) {
-        return None;
-    }
-    let (_, takes) = why.rsplit_once(", expected ")?;
-    Some(match takes {
+/// A value of the wrong kind, as serde's refusal words it: what was given and what the
+/// place takes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Misfit<'a> {
+    /// What was given, in serde's words (`integer \`-1\``).
+    pub got: &'a str,
+    /// What the place takes, said plainly (`a whole number from 0 to 4294967295`, not `u32`).
+    pub takes: &'a str,
+}
+
+/// Reads serde's refusal of a value of the wrong kind (`invalid type: …, expected …` or
+/// `invalid value: …`); `None` for any other refusal (a missing or unknown field, a rule's
+/// own words). `map` is the format's word for a map (`an object` in JSON, `a table` in
+/// TOML), which serde may call by the name of a type of the code. Every refusal in serde's
+/// words, of tool arguments or of the config file, is said plainly by this one reading.
+pub fn misfit<'a>(why: &'a str, map: &'a str) -> Option<Misfit<'a>> {
+    let rest = why
+        .strip_prefix("invalid type: ")
+        .or_else(|| why.strip_prefix("invalid value: "))?;
+    let (got, takes) = rest.rsplit_once(", expected ")?;
+    let takes = match takes {
         "u64" => "a whole number from 0 to 18446744073709551615",
+        "u32" => "a whole number from 0 to 4294967295",
+        "f64" => "a number",
         "a boolean" => "true or false",
         "a sequence" => "an array",
-        "a map" => "an object",
+        "a string" | "path string" => "a string",
+        "a map" => map,
+        struct_name if struct_name.starts_with("struct ") => map,
         other => other,
-    })
+    };
+    Some(Misfit { got, takes })
 }
 
 /// The value at `path` in the arguments.
@@ -123,6 +141,44 @@ mod tests {
         assert_eq!(
             refusal::<WriteFileArgs>(write),
             "content must be a string (got an object)"
+        );
+    }
+
+    /// Serde's words for each kind a tool argument or a setting takes are read, and no
+    /// other refusal is taken for one.
+    #[test]
+    fn serdes_words_are_read_for_what_was_given_and_what_is_taken() {
+        assert_eq!(
+            misfit(
+                "invalid type: integer `5`, expected struct Store",
+                "a table"
+            ),
+            Some(Misfit {
+                got: "integer `5`",
+                takes: "a table"
+            })
+        );
+        assert_eq!(
+            misfit("invalid value: integer `-1`, expected u32", "an object"),
+            Some(Misfit {
+                got: "integer `-1`",
+                takes: "a whole number from 0 to 4294967295"
+            })
+        );
+        assert_eq!(
+            misfit(
+                "invalid type: string \"a, expected b\", expected f64",
+                "an object"
+            ),
+            Some(Misfit {
+                got: "string \"a, expected b\"",
+                takes: "a number"
+            })
+        );
+        assert_eq!(misfit("missing field `path`", "an object"), None);
+        assert_eq!(
+            misfit("unknown field `x`, expected `a` or `b`", "an object"),
+            None
         );
     }
 
