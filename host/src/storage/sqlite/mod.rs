@@ -222,11 +222,11 @@ impl Sqlite {
     }
 }
 
-/// A store whose file (or folder, for the journal) cannot be written is named as such,
-/// rather than as whatever SQLite fails with first. A new store is created here, private.
 /// Why a folder given for the store is refused: the store is a file in it.
 const A_FOLDER: &str = "it is a folder, and the store is a file (such as scratchpad.db in it)";
 
+/// A store whose file (or folder, for the journal) cannot be written is named as such,
+/// rather than as whatever SQLite fails with first. A new store is created here, private.
 fn check_writable(path: &Path) -> Result<(), StoreError> {
     use std::io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
     let probe = crate::private::options()
