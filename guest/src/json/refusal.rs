@@ -5,6 +5,8 @@
 //! and `expected u64` names a Rust type. A caller (often a model) needs the argument, what
 //! it takes and what it got, as every other rule of the tools says it:
 //! `since_version must be a whole number from 0 to 18446744073709551615 (got 1.5)`.
+//! The server's config file is refused in the same words: [`misfit`] is the one reading of
+//! serde's.
 
 use crate::names::quoted;
 use serde::de::DeserializeOwned;
