@@ -19,7 +19,7 @@
 //!   that the property tests and the fuzz targets share.
 //! - `component` (wasm only): binds the tools to the WIT exports and the ports to the imports.
 //!   The export is the `export` feature (on by default); a crate that wraps these tools in a
-//!   component of its own turns it off and uses [`Imports`] and `bindings::export!`.
+//!   component of its own turns it off and uses `Imports` (wasm only) and `bindings::export!`.
 
 pub mod budget;
 pub mod diff;
