@@ -525,30 +525,7 @@ fn verify(json: bool, resolved: &Resolved) -> anyhow::Result<ExitCode> {
 /// `export AGENT [--out FILE]`: to the file (private, synced) or to stdout.
 fn export(db: &Path, agent: &str, out: Option<PathBuf>) -> anyhow::Result<()> {
     let tally = match out {
-        Some(path) => {
-            // Written aside and renamed when whole: a refused or interrupted export leaves
-            // no file at the name that could pass for a backup.
-            let what = || format!("cannot write {}", path.display());
-            let mut partial = path.clone().into_os_string();
-            partial.push(".partial");
-            let partial = PathBuf::from(partial);
-            let mut file =
-                io::BufWriter::new(scratchpad_mcp::private::create(&partial).with_context(what)?);
-            let written = ops::export(db, agent, &mut file)
-                .map_err(anyhow::Error::from)
-                .and_then(|tally| {
-                    file.into_inner()
-                        .map_err(|e| e.into_error())
-                        .and_then(|f| f.sync_all())
-                        .and_then(|()| std::fs::rename(&partial, &path))
-                        .with_context(what)?;
-                    Ok(tally)
-                });
-            if written.is_err() {
-                let _ = std::fs::remove_file(&partial);
-            }
-            written?
-        }
+        Some(path) => ops::export_file(db, agent, &path)?,
         None => {
             let stdout = io::stdout();
             let mut out = io::BufWriter::new(stdout.lock());

@@ -137,13 +137,29 @@ fn sha256_of(path: &Path) -> Result<(u64, String), OpsError> {
     Ok((bytes, hex))
 }
 
-fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), OpsError> {
+/// Writes the file at `path` whole or not at all: `write` fills a file beside it, which is
+/// synced and renamed to `path` once `write` succeeds, and removed if anything fails, so no
+/// half-written file (a manifest, an export) is ever found at the name.
+fn durably<T>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<T, OpsError>,
+) -> Result<T, OpsError> {
     let what = || format!("cannot write {}", path.display());
     let partial = path.with_extension("partial");
-    let mut file = crate::private::create(&partial).map_err(io(what()))?;
-    file.write_all(bytes).map_err(io(what()))?;
-    file.sync_all().map_err(io(what()))?;
-    std::fs::rename(&partial, path).map_err(io(what()))
+    let file = crate::private::create(&partial).map_err(io(what()))?;
+    let mut out = std::io::BufWriter::new(file);
+    let written = write(&mut out).and_then(|value| {
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)
+            .and_then(|file| file.sync_all())
+            .and_then(|()| std::fs::rename(&partial, path))
+            .map_err(io(what()))?;
+        Ok(value)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
 }
 
 /// Takes a consistent snapshot of the store at `db` into the new or empty folder `dir`,
@@ -192,7 +208,11 @@ pub fn snapshot(db: &Path, dir: &Path) -> Result<Manifest, OpsError> {
     };
     let json =
         serde_json::to_vec_pretty(&manifest).map_err(|e| OpsError::Snapshot(e.to_string()))?;
-    write_durably(&dir.join(MANIFEST), &json)?;
+    let at = dir.join(MANIFEST);
+    durably(&at, |out| {
+        out.write_all(&json)
+            .map_err(io(format!("cannot write {}", at.display())))
+    })?;
     progress.done();
     Ok(manifest)
 }
@@ -274,6 +294,12 @@ pub fn restore(db: &Path, dir: &Path) -> Result<Restored, OpsError> {
     .map_err(io(format!("cannot replace {}", db.display())))?;
     progress.done();
     Ok(Restored { manifest, replaced })
+}
+
+/// [`export`] into the file at `path`, which appears only when the export is whole: a
+/// refused or interrupted one leaves what was at the name as it was.
+pub fn export_file(db: &Path, agent: &str, path: &Path) -> Result<Tally, OpsError> {
+    durably(path, |out| export(db, agent, out))
 }
 
 /// Exports agent `agent` to `out`, reading the store without changing it.
