@@ -132,11 +132,9 @@ pub fn unknown_tool(name: &str) -> String {
 /// does not fit.
 ///
 /// Arguments that fit are decoded in one pass. Those that do not are decoded again by way of
-/// a JSON value: its refusal names the argument and what it takes (see [`refusal`]), without
-/// a position in the text, and it takes a repeated key as the last one given (the one pass
-/// refuses it), as decoding always did.
-/// Anything but an object is refused by that rule: serde would take an array for the
-/// arguments in their order, and name its own type for any other value.
+/// a JSON value: its refusal names the argument and what it takes, or says the arguments
+/// are no object (see [`refusal`]), without a position in the text, and it takes a repeated
+/// key as the last one given (the one pass refuses it), as decoding always did.
 fn decode<T: DeserializeOwned>(tool: ToolName, arguments: &str) -> Result<T, CallError> {
     let invalid = |why: &dyn std::fmt::Display| {
         CallError::InvalidArguments(format!("invalid arguments for {}: {why}", tool.as_str()))
@@ -147,17 +145,7 @@ fn decode<T: DeserializeOwned>(tool: ToolName, arguments: &str) -> Result<T, Cal
         return Ok(decoded);
     }
     let value: Value = serde_json::from_str(arguments).map_err(|e| invalid(&e))?;
-    let got = match &value {
-        Value::Object(_) => return refusal::decode(value).map_err(|why| invalid(&why)),
-        Value::Array(_) => "an array",
-        Value::String(_) => "a string",
-        Value::Number(_) => "a number",
-        Value::Bool(_) => "true or false",
-        Value::Null => "null",
-    };
-    Err(invalid(&format!(
-        "the arguments must be one JSON object, of named arguments (got {got})"
-    )))
+    refusal::decode(value).map_err(|why| invalid(&why))
 }
 
 /// A tool's answer as its JSON result, or its error with the text the server answers with.

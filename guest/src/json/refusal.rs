@@ -1,4 +1,5 @@
-//! Why a tool's arguments do not decode, in the tools' words.
+//! Why a tool's arguments do not decode, in the tools' words: they are no JSON object, or
+//! an argument is of the wrong kind.
 //!
 //! Serde says what went wrong in its own terms and not where: `invalid type: integer `5`,
 //! expected a string` does not say which of a tool's string arguments was given the number,
@@ -13,8 +14,16 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::{Path, Segment};
 
-/// Decodes `value` (the arguments, one JSON object) into `T`, or says why not.
+/// Decodes `value`, the arguments, into `T`, or says why not. They must be one JSON object
+/// of named arguments: serde would take an array for the arguments in their order, and name
+/// its own type for any other value.
 pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    if !value.is_object() {
+        return Err(format!(
+            "the arguments must be one JSON object, of named arguments (got {})",
+            kind(&value)
+        ));
+    }
     // Serde takes the value apart as it decodes; the refusal quotes what was given.
     let given = value.clone();
     serde_path_to_error::deserialize(value).map_err(|e| {
@@ -77,13 +86,24 @@ fn at<'v>(arguments: &'v Value, path: &Path) -> Option<&'v Value> {
         })
 }
 
+/// A value's kind, in words.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Object(_) => "an object",
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "true or false",
+        Value::Null => "null",
+    }
+}
+
 /// A value given, as a refusal quotes it: numbers, `true`, `false` and `null` as written,
 /// a string quoted, an array or an object by its kind.
 fn describe(value: &Value) -> String {
     match value {
         Value::String(s) => quoted(s),
-        Value::Array(_) => "an array".into(),
-        Value::Object(_) => "an object".into(),
+        Value::Array(_) | Value::Object(_) => kind(value).into(),
         Value::Number(_) | Value::Bool(_) | Value::Null => value.to_string(),
     }
 }
