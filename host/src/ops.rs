@@ -137,7 +137,8 @@ fn sha256_of(path: &Path) -> Result<(u64, String), OpsError> {
     Ok((bytes, hex))
 }
 
-/// Writes the file at `path` whole or not at all: `write` fills a file beside it, which is
+/// Writes the file at `path` whole or not at all: `write` fills a file beside it (the name
+/// with `.partial` added, so that no other file of the folder is taken for it), which is
 /// synced and renamed to `path` once `write` succeeds, and removed if anything fails, so no
 /// half-written file (a manifest, an export) is ever found at the name.
 fn durably<T>(
@@ -145,7 +146,9 @@ fn durably<T>(
     write: impl FnOnce(&mut dyn Write) -> Result<T, OpsError>,
 ) -> Result<T, OpsError> {
     let what = || format!("cannot write {}", path.display());
-    let partial = path.with_extension("partial");
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
     let file = crate::private::create(&partial).map_err(io(what()))?;
     let mut out = std::io::BufWriter::new(file);
     let written = write(&mut out).and_then(|value| {

@@ -94,6 +94,24 @@ fn configured_limits_reach_the_tools_and_the_usage_stats() {
     );
 }
 
+/// An export into a file writes beside it under the whole name with `.partial` added: a file
+/// of the folder that shares its stem (`a.partial` beside `a.jsonl`) is not touched.
+#[test]
+fn an_export_into_a_file_leaves_its_neighbours_alone() {
+    let (s, _standin) = populated();
+    let dir = tempfile::tempdir().unwrap();
+    let neighbour = dir.path().join("a.partial");
+    std::fs::write(&neighbour, "someone else's").unwrap();
+    let out = dir.path().join("a.jsonl");
+    ops::export_file(&s.db(), "a", &out).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), export(&s.db(), "a"));
+    assert_eq!(
+        std::fs::read_to_string(&neighbour).unwrap(),
+        "someone else's"
+    );
+    assert!(!dir.path().join("a.jsonl.partial").exists());
+}
+
 #[test]
 fn export_import_export_gives_the_same_bytes() {
     let (s, _standin) = populated();
