@@ -448,7 +448,11 @@ fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<Compon
     let component = match store_in_cache(&compiled, &file) {
         Ok(()) => from_cache(engine, &file).unwrap_or(compiled),
         Err(e) => {
-            tracing::warn!(error = %e, "could not cache the compiled component");
+            tracing::warn!(
+                error = %e,
+                file = %file.display(),
+                "could not cache the compiled component (each start compiles it again)"
+            );
             compiled
         }
     };

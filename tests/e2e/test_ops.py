@@ -8,9 +8,9 @@ import subprocess
 from helpers import BINARY, INITIALIZE, RawServer, Workers, message, run_cli, wait_until
 
 
-def ops(db, *args, **env):
+def ops(db, *args, input=None, **env):
     """Runs `scratchpad-mcp --db DB ARGS`; (exit status, stdout, stderr)."""
-    return run_cli("--db", db, *args, env=env)
+    return run_cli("--db", db, *args, env=env, input=input)
 
 
 def test_a_snapshot_taken_during_a_write_storm_restores_to_a_sound_store(tmp_path):
@@ -166,6 +166,14 @@ def test_a_command_that_fails_says_why_in_one_line(tmp_path):
     status, _, err = ops(tmp_path, "stats")
     assert status == 2 and err == (f"scratchpad-mcp: cannot open the store at {tmp_path}: it is a folder, "
                                    "and the store is a file (such as scratchpad.db in it)\n"), err
+    # A store whose folder cannot be made names that folder (it used to give only the
+    # system's words, "Not a directory", beside the store's path).
+    under_a_file = garbage / "sub" / "s.db"
+    status, _, err = ops(under_a_file, input="")
+    assert status == 2 and err.startswith(
+        f"scratchpad-mcp: cannot start: cannot open the store at {under_a_file}: "
+        f"cannot create its folder {garbage / 'sub'}: "), err
+    assert err.count("\n") == 1, err
 
 
 def test_verify_finds_one_changed_byte_anywhere_in_a_page(tmp_path):
@@ -205,6 +213,25 @@ def test_what_the_server_writes_is_its_owners_only(tmp_path):
         check_modes(tmp_path)
     finally:
         os.umask(previous)
+
+
+def test_a_cache_folder_that_cannot_be_made_is_named_and_the_server_serves(tmp_path):
+    """The compiled tool logic is only cached: a cache folder under a file costs each start a
+    compile, which the log says once, naming the file it could not write; the calls are
+    answered as ever."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("kept")
+    requests = "".join(json.dumps(m) + "\n" for m in [
+        message("initialize", INITIALIZE, 1), message("notifications/initialized"),
+        message("tools/call", {"name": "write_file", "arguments": {"agent_id": "a", "path": "f", "content": "x"}}, 2)])
+    status, out, err = run_cli("--db", tmp_path / "s.db", "--cache-dir", blocker / "cache", input=requests,
+                               cache=False)
+    assert status == 0, err
+    assert '"version":1' in out.splitlines()[1], out
+    warnings = [line for line in err.splitlines() if "could not cache the compiled component" in line]
+    assert len(warnings) == 1 and f"file={blocker / 'cache'}/" in warnings[0], err
+    assert "each start compiles it again" in warnings[0], err
+    assert blocker.read_text() == "kept"
 
 
 def check_modes(tmp_path):

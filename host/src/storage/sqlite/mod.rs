@@ -114,7 +114,9 @@ impl Sqlite {
             reason,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::private::create_dir_all(dir).map_err(|e| open_error(e.to_string()))?;
+            crate::private::create_dir_all(dir).map_err(|e| {
+                open_error(format!("cannot create its folder {}: {e}", dir.display()))
+            })?;
         }
         if path.is_dir() {
             return Err(open_error(A_FOLDER.into()));
