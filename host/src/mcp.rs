@@ -24,7 +24,7 @@ use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
     ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use scratchpad_guest::limits::{MAX_AGENT_ID_CHARS, MAX_PATH_CHARS};
 use std::sync::Arc;
@@ -112,9 +112,29 @@ impl McpServer {
         };
         let (read, write) = rmcp::transport::stdio_pipes();
         let max = MaxMessage::of(server.service.limits());
-        let running = server.serve(Stdio::new(read, write, max)).await?;
+        let running = match server.serve(Stdio::new(read, write, max)).await {
+            Ok(running) => running,
+            Err(e) => return not_started(e),
+        };
         running.waiting().await?;
         Ok(())
+    }
+}
+
+/// A stdio session that never started: a client that closed stdin before it initialized (a
+/// probe, a start cancelled) ended it and is no error; anything else is said in words, not in
+/// the Rust form of the message rmcp did not expect.
+fn not_started(e: ServerInitializeError) -> anyhow::Result<()> {
+    match e {
+        ServerInitializeError::ConnectionClosed(_) => {
+            tracing::info!("the client closed stdin before it initialized");
+            Ok(())
+        }
+        ServerInitializeError::ExpectedInitializeRequest(_) => Err(anyhow::anyhow!(
+            "the session never started: a notification or response came before `initialize`, \
+             after a request that could not start a session"
+        )),
+        other => Err(other.into()),
     }
 }
 

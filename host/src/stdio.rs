@@ -17,7 +17,10 @@
 //! whatever the limits), a message nested deeper than serde_json reads, one that is not JSON
 //! (a string that is not UTF-8, a number out of range, a line cut short), and JSON that is no
 //! message. A line that is not JSON and has no id to answer under is ignored, as rmcp does,
-//! unless it is JSON too deep to read.
+//! unless it is JSON too deep to read. And a notification or response that comes before the
+//! session's first request is ignored, where rmcp would end the session on it, printing the
+//! message's Rust form: a client that sends `notifications/initialized` (or anything else
+//! not a request) too early is told nothing either way, and keeps its server.
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -51,6 +54,9 @@ pub struct Stdio<R, W> {
     max: MaxMessage,
     /// Whether the rest of a line longer than `max` is being dropped.
     discarding: bool,
+    /// Whether a request that starts the session (`initialize`, or any other but `ping` and
+    /// `server/discover`, which rmcp answers while it waits for one) has been handed over.
+    started: bool,
     /// Where messages go, one whole line at a time: responses are sent concurrently.
     write: Arc<Mutex<W>>,
 }
@@ -74,6 +80,7 @@ impl<R, W> Stdio<R, W> {
             scanned: 0,
             max,
             discarding: false,
+            started: false,
             write: Arc::new(Mutex::new(write)),
         }
     }
@@ -176,10 +183,21 @@ where
                 }
             };
             if let Some(call) = tool_call(&line) {
+                self.started = true;
                 return Some(call);
             }
             let kept = line.clone();
             match JsonRpcMessageCodec::default().decode(&mut line) {
+                Ok(Some(JsonRpcMessage::Request(request))) => {
+                    self.started |= !matches!(
+                        request.request,
+                        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_)
+                    );
+                    return Some(JsonRpcMessage::Request(request));
+                }
+                Ok(Some(_)) if !self.started => {
+                    tracing::debug!("ignoring a notification or response before the first request");
+                }
                 Ok(Some(message)) => return Some(message),
                 // A notification outside MCP, which rmcp ignores.
                 Ok(None) => {}
@@ -362,6 +380,7 @@ mod tests {
 not json\n\
 {\"jsonrpc\":\"2.0\",\"method\":\"notifications/other\"}\n\
 {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}\n\
+{\"jsonrpc\":\"2.0\",\"method\":\"notifications/other\"}\n\
 {\"jsonrpc\":\"2.0\",\"id\":3}\n\
 {\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\n\
 [1]\n\
@@ -372,10 +391,12 @@ not json\n\
             .map(|m| serde_json::to_value(m).unwrap()["id"].clone())
             .collect();
         // The BOM and CR are dropped; an empty line and a line that is not JSON and has no id
-        // are ignored; a notification rmcp does not know goes on to it (its handler ignores
-        // it); an unfinished last line is dropped. A request that is not JSON, or JSON that is
-        // no message, is answered under its id where rmcp would leave its caller waiting.
-        assert_eq!(ids, [json!(1), Value::Null, json!(2)]);
+        // are ignored; a notification before the session's first request (a ping starts
+        // none) is ignored, and one after it goes on to rmcp, even one it does not know (its
+        // handler ignores it); an unfinished last line is dropped. A request that is not
+        // JSON, or JSON that is no message, is answered under its id where rmcp would leave
+        // its caller waiting.
+        assert_eq!(ids, [json!(1), json!(2), Value::Null]);
         let mut refusals: Vec<(String, Value, Value)> = out
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())

@@ -359,6 +359,44 @@ def test_a_request_that_is_not_json_or_not_mcp_is_answered_under_its_id(db):
     assert answers[7]["result"] == {}
 
 
+def test_a_notification_or_response_before_initialize_is_ignored_and_a_hang_up_is_no_error(db):
+    """rmcp ended the session on any message before `initialize` that was not a request, and
+    printed the message's Rust form as the error (type names and all); a client that hung up
+    before it initialized (a probe, a start cancelled) got exit status 2 and "connection
+    closed: initialize request". The early messages are now ignored, and the hang-up ends the
+    server quietly."""
+    lines = [
+        message("notifications/initialized"),
+        message("notifications/cancelled", {"requestId": 9}),
+        {"jsonrpc": "2.0", "id": 9, "result": {}},
+        {"jsonrpc": "2.0", "id": 10, "error": {"code": -32601, "message": "no"}},
+        message("ping", None, 1),
+        message("initialize", INITIALIZE, 2),
+        message("notifications/initialized"),
+        message("tools/call", {"name": "write_file", "arguments": {"agent_id": "a", "path": "f", "content": "x"}},
+                3),
+    ]
+    status, stdout, stderr = run_cli("--db", db, input="".join(json.dumps(l) + "\n" for l in lines))
+    assert status == 0 and stderr == "", stderr
+    answers = [json.loads(line) for line in stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2, 3], stdout
+    assert answers[2]["result"]["structuredContent"]["version"] == 1
+
+    # A request that cannot start a session (no `initialize`, no metadata of MCP's stateless
+    # revision) is answered, and rmcp then still waits for `initialize`: a notification after
+    # it ends the session, said in words.
+    lines = [message("tools/list", {}, 1), message("notifications/initialized")]
+    status, stdout, stderr = run_cli("--db", db, input="".join(json.dumps(l) + "\n" for l in lines))
+    assert json.loads(stdout)["error"]["code"] == -32602, stdout
+    assert (status, stderr) == (2, "scratchpad-mcp: the session never started: a notification or response came "
+                                   "before `initialize`, after a request that could not start a session\n")
+
+    for before in ["", json.dumps(message("ping", None, 1)) + "\n"]:
+        status, stdout, stderr = run_cli("--db", db, input=before)
+        assert (status, stderr) == (0, ""), stderr
+        assert len(stdout.splitlines()) == len(before.splitlines())
+
+
 def test_completions_and_the_man_page_come_from_the_cli(tmp_path):
     """They need no settings: not even a home folder to find a config or a store in."""
     for shell, marker in [("bash", "complete -F"), ("zsh", "#compdef scratchpad-mcp"),
