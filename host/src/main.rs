@@ -15,6 +15,8 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// Persistent, token-efficient storage for AI agents, served over MCP (stdio).
 ///
@@ -222,6 +224,29 @@ fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
         .with_context(|| format!("--log {log:?} is not a log level or filter"))
 }
 
+/// Whether a log line is kept at level `log`, past [`log_filter`]. rmcp logs every error it
+/// answers a request with as a warning, in its Rust form (`error=ErrorData { code:
+/// ErrorCode(-32601), message: "prompts/list", data: None }`): a client's mistake, a method
+/// this server does not serve or a request it cannot read, is for the client to read in the
+/// answer, not for the operator in the server's log. Below a plain `debug` that line is left
+/// out; a full filter is taken as written.
+fn keeps(log: &str) -> impl Fn(&tracing::Metadata<'_>) -> bool + Send + Sync + 'static {
+    let quiet = !log.contains(['=', ','])
+        && !["debug", "trace"]
+            .iter()
+            .any(|l| log.eq_ignore_ascii_case(l));
+    move |line| !(quiet && is_rmcp_answered_error(line))
+}
+
+/// rmcp's line for an error answer: `tracing::warn!(%id, ?error, "response error")`.
+fn is_rmcp_answered_error(line: &tracing::Metadata<'_>) -> bool {
+    line.is_event()
+        && line.target() == "rmcp::service"
+        && *line.level() == tracing::Level::WARN
+        && line.fields().field("id").is_some()
+        && line.fields().field("error").is_some()
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
@@ -241,9 +266,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .with_writer(io::stderr)
         .with_ansi(false)
         .with_env_filter(log_filter(&cli.log)?);
+    let kept = tracing_subscriber::filter::filter_fn(keeps(&cli.log));
     match cli.log_format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().flatten_event(true).init(),
+        LogFormat::Text => logs.finish().with(kept).init(),
+        LogFormat::Json => logs.json().flatten_event(true).finish().with(kept).init(),
     }
     // What describes the command line needs no settings (and must work where none resolve).
     match &cli.command {

@@ -397,6 +397,27 @@ def test_a_notification_or_response_before_initialize_is_ignored_and_a_hang_up_i
         assert len(stdout.splitlines()) == len(before.splitlines())
 
 
+def test_a_clients_mistake_is_answered_not_logged_as_a_warning(db):
+    """rmcp logged every error answer as a warning in its Rust form (`error=ErrorData { code:
+    ErrorCode(-32601), ... }`), so a client's mistakes filled the server's log, which MCP
+    clients show their users. At the default level they are now answered only; at `debug`
+    the line is still there."""
+    lines = [
+        message("initialize", INITIALIZE, 1),
+        message("notifications/initialized"),
+        message("prompts/list", {}, 2),
+        message("logging/setLevel", {"level": "debug"}, 3),
+        message("tools/call", {"name": "no_such_tool", "arguments": {}}, 4),
+    ]
+    requests = "".join(json.dumps(l) + "\n" for l in lines)
+    status, stdout, stderr = run_cli("--db", db, input=requests)
+    assert (status, stderr) == (0, ""), stderr
+    codes = {a["id"]: a["error"]["code"] for a in map(json.loads, stdout.splitlines()) if "error" in a}
+    assert codes == {2: -32601, 3: -32601, 4: -32602}, stdout
+    status, _, stderr = run_cli("--db", db, "--log", "debug", input=requests)
+    assert status == 0 and stderr.count("response error") == 3, stderr
+
+
 def test_completions_and_the_man_page_come_from_the_cli(tmp_path):
     """They need no settings: not even a home folder to find a config or a store in."""
     for shell, marker in [("bash", "complete -F"), ("zsh", "#compdef scratchpad-mcp"),
