@@ -560,10 +560,7 @@ fn export(db: &Path, agent: &str, out: Option<PathBuf>) -> anyhow::Result<()> {
             tally
         }
     };
-    eprintln!(
-        "exported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
-        tally.files, tally.versions, tally.summaries, tally.log_entries
-    );
+    eprintln!("exported agent {agent:?}: {tally}");
     Ok(())
 }
 
@@ -582,10 +579,7 @@ fn import(
             std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
         ops::import(db, &mut BufReader::new(input), as_agent, replace, limits)?
     };
-    eprintln!(
-        "imported agent {agent:?}: {} files, {} versions, {} summaries, {} log entries",
-        tally.files, tally.versions, tally.summaries, tally.log_entries
-    );
+    eprintln!("imported agent {agent:?}: {tally}");
     Ok(())
 }
 

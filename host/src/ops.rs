@@ -4,7 +4,9 @@
 
 use crate::bindings::LimitOverrides;
 use crate::storage::admin;
-use crate::storage::{Counts, ImportError, LockError, Sqlite, StoreError, StoreLock, Tally};
+use crate::storage::{
+    Counts, ImportError, LockError, Sqlite, StoreError, StoreLock, Tally, read_header,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::{IsTerminal, Write};
@@ -323,10 +325,11 @@ pub fn import(
     replace: bool,
     limits: &LimitOverrides,
 ) -> Result<(String, Tally), OpsError> {
+    let agent = read_header(input, as_agent)?;
     let store = Sqlite::open(db)?;
     let mut progress = Progress::new("importing");
     let quotas = scratchpad_guest::limits::quotas(limits);
-    let result = store.import(input, as_agent, replace, quotas, &mut |n| progress.items(n))?;
+    let result = store.import(agent, input, replace, quotas, &mut |n| progress.items(n))?;
     progress.done();
     Ok(result)
 }

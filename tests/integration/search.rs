@@ -274,17 +274,14 @@ fn the_index_catches_up_with_trims_imports_and_restores() {
     admin::export(&s.db(), "b", &mut out, &mut |_| {}).unwrap();
     let text = String::from_utf8(exported).unwrap();
     s.stop();
-    let store = scratchpad_mcp::storage::Sqlite::open(&s.db()).unwrap();
-    store
-        .import(
-            &mut text.as_bytes(),
-            Some("a"),
-            true,
-            scratchpad_guest::limits::quotas(&scratchpad_guest::limits::NO_OVERRIDES),
-            &mut |_| {},
-        )
-        .unwrap();
-    drop(store);
+    scratchpad_mcp::ops::import(
+        &s.db(),
+        &mut text.as_bytes(),
+        Some("a"),
+        true,
+        &scratchpad_guest::limits::NO_OVERRIDES,
+    )
+    .unwrap();
     s.restart();
     assert_eq!(paths(&search(&s, "a", "unusual")), ["f.md"]);
     assert!(hits(&s, "shared").is_empty());
@@ -399,18 +396,14 @@ fn an_index_recorded_before_an_import_is_not_trusted_after_it() {
     let index_file = index::file_of(&s.db());
     let before = std::fs::read(&index_file).unwrap();
 
-    let store = scratchpad_mcp::storage::Sqlite::open(&s.db()).unwrap();
-    let quotas = scratchpad_guest::limits::quotas(&scratchpad_guest::limits::NO_OVERRIDES);
-    store
-        .import(
-            &mut exported.as_slice(),
-            Some("a"),
-            true,
-            quotas,
-            &mut |_| {},
-        )
-        .unwrap();
-    drop(store);
+    scratchpad_mcp::ops::import(
+        &s.db(),
+        &mut exported.as_slice(),
+        Some("a"),
+        true,
+        &scratchpad_guest::limits::NO_OVERRIDES,
+    )
+    .unwrap();
     std::fs::write(&index_file, before).unwrap();
 
     s.restart();

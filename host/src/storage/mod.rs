@@ -13,7 +13,7 @@ mod sqlite;
 
 pub use check::{AgentStats, Counts, Verification};
 pub use postgres::{DatabaseUrl, NotAUrl, Postgres};
-pub use sqlite::{ImportError, LockError, Sqlite, StoreLock, Tally};
+pub use sqlite::{ImportError, LockError, Sqlite, StoreLock, Tally, read_header};
 
 /// Operations on a whole SQLite store, for the command line.
 pub mod admin {

@@ -33,7 +33,7 @@ mod transfer;
 
 pub use backup::{LockError, StoreLock, now, replace_store, vacuum_into};
 pub use check::{stats, verify};
-pub use transfer::{ImportError, Line, Tally};
+pub use transfer::{ImportError, Line, Tally, read_header};
 
 /// Writes one agent's data as JSON Lines (see [`Line`]) from one read transaction of the
 /// store at `path`, which is opened read-only.
@@ -204,18 +204,19 @@ impl Sqlite {
         })
     }
 
-    /// Reads an export in one write transaction; see [`transfer`](self) for the rules.
-    /// Returns the agent imported and what it held.
+    /// Reads the rest of an export of `agent`, after its header ([`read_header`]), in one
+    /// write transaction; see [`transfer`](self) for the rules. Returns the agent imported and
+    /// what it held.
     pub fn import(
         &self,
+        agent: String,
         input: &mut dyn std::io::BufRead,
-        as_agent: Option<&str>,
         replace: bool,
         quotas: scratchpad_guest::Quotas,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(String, Tally), ImportError> {
         let mut conn = self.take()?;
-        let result = transfer::import(&mut conn, input, as_agent, replace, quotas, progress);
+        let result = transfer::import(&mut conn, agent, input, replace, quotas, progress);
         give_back(&self.pool, conn);
         let (agent, tally) = result?;
         // The agent's rows are of a new lineage: its next search indexes them afresh.

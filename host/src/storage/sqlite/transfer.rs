@@ -156,6 +156,22 @@ impl Tally {
     }
 }
 
+/// In words: "3 files, 11 versions, 1 summary, 4 log entries in 1 log".
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let of = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        write!(
+            f,
+            "{}, {}, {}, {} in {}",
+            of(self.files, "file", "files"),
+            of(self.versions, "version", "versions"),
+            of(self.summaries, "summary", "summaries"),
+            of(self.log_entries, "log entry", "log entries"),
+            of(self.logs, "log", "logs"),
+        )
+    }
+}
+
 /// Why an import or an export was refused. Nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
@@ -648,49 +664,51 @@ fn hash_as_exported(text: &str, exported: Option<&str>) -> Result<String, &'stat
     }
 }
 
-/// Reads an export from `input` into the store, as agent `as_agent` if given, replacing the
-/// agent's data only if `replace`, held to `quotas` and the tools' rules. One transaction:
-/// all or nothing.
-pub fn import(
-    conn: &mut Connection,
-    input: &mut dyn BufRead,
-    as_agent: Option<&str>,
-    replace: bool,
-    quotas: Quotas,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(String, Tally), ImportError> {
-    let malformed = |line: u64, reason: String| ImportError::Malformed { line, reason };
-    let mut lines = input.lines();
-    let mut number = 1;
-    let first = lines
-        .next()
-        .transpose()?
-        .ok_or_else(|| malformed(1, "the file is empty".into()))?;
-    let agent = match serde_json::from_str(&first) {
+/// The agent an export in `input` is of, read from its first line, its header (`as_agent`
+/// instead, if given). Read before the store is opened, so that a file that is no export
+/// changes nothing, not even by making a store where there was none.
+pub fn read_header(input: &mut dyn BufRead, as_agent: Option<&str>) -> Result<String, ImportError> {
+    let malformed = |reason: String| ImportError::Malformed { line: 1, reason };
+    let mut first = String::new();
+    if input.read_line(&mut first)? == 0 {
+        return Err(malformed("the file is empty".into()));
+    }
+    match serde_json::from_str(first.trim_end_matches(['\n', '\r'])) {
         Ok(Line::Header {
             format,
             format_version,
             agent_id,
         }) if format == FORMAT => {
             if !(1..=FORMAT_VERSION).contains(&format_version) {
-                return Err(malformed(
-                    1,
-                    format!(
-                        "format version {format_version}; this build reads 1 to {FORMAT_VERSION}"
-                    ),
-                ));
+                return Err(malformed(format!(
+                    "format version {format_version}; this build reads 1 to {FORMAT_VERSION}"
+                )));
             }
             let agent = as_agent.map_or(agent_id, str::to_owned);
-            AgentId::parse(&agent).map_err(|e| malformed(1, rule(e)))?;
-            agent
+            AgentId::parse(&agent).map_err(|e| malformed(rule(e)))?;
+            Ok(agent)
         }
-        _ => {
-            return Err(malformed(
-                1,
-                format!("not a {FORMAT} header (export files start with one)"),
-            ));
-        }
-    };
+        _ => Err(malformed(format!(
+            "not a {FORMAT} header (export files start with one)"
+        ))),
+    }
+}
+
+/// Reads the rest of an export, after [`read_header`] gave its `agent`, from `input` into the
+/// store, replacing the agent's data only if `replace`, held to `quotas` and the tools'
+/// rules. One transaction: all or nothing.
+pub fn import(
+    conn: &mut Connection,
+    agent: String,
+    input: &mut dyn BufRead,
+    replace: bool,
+    quotas: Quotas,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(String, Tally), ImportError> {
+    let malformed = |line: u64, reason: String| ImportError::Malformed { line, reason };
+    let lines = input.lines();
+    // The header was line 1.
+    let mut number = 1;
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(map_err)?;
@@ -779,7 +797,7 @@ pub fn import(
     if said != tally {
         return Err(malformed(
             number,
-            format!("the end line counts {said:?} but the file holds {tally:?}"),
+            format!("the end line counts {said} but the file holds {tally}"),
         ));
     }
     tx.execute(
