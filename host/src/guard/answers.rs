@@ -187,9 +187,12 @@ fn read_file(args: &Map<String, Value>, answer: &Fields) -> Result<(), Refusal> 
     if answer.diff.is_some() {
         let asked = number(args, "since_version");
         if answer.since_version != asked {
+            let version =
+                |v: Option<u64>| v.map_or("no version".to_owned(), |v| format!("version {v}"));
             return Err(format!(
-                "asked for a diff since {asked:?}, answered since {:?}",
-                answer.since_version
+                "asked for a diff since {}, answered since {}",
+                version(asked),
+                version(answer.since_version)
             ));
         }
     }
@@ -339,7 +342,7 @@ mod tests {
         assert_eq!(check_of(ToolName::ReadFile, asked.clone(), diff(2)), Ok(()));
         assert_eq!(
             check_of(ToolName::ReadFile, asked, diff(1)),
-            Err("asked for a diff since Some(2), answered since Some(1)".into())
+            Err("asked for a diff since version 2, answered since version 1".into())
         );
     }
 
