@@ -329,7 +329,7 @@ pub fn import(
     let store = Sqlite::open(db)?;
     let mut progress = Progress::new("importing");
     let quotas = scratchpad_guest::limits::quotas(limits);
-    let result = store.import(agent, input, replace, quotas, &mut |n| progress.items(n))?;
+    let tally = store.import(&agent, input, replace, quotas, &mut |n| progress.items(n))?;
     progress.done();
-    Ok(result)
+    Ok((agent, tally))
 }

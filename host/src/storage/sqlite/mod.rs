@@ -205,23 +205,22 @@ impl Sqlite {
     }
 
     /// Reads the rest of an export of `agent`, after its header ([`read_header`]), in one
-    /// write transaction; see [`transfer`](self) for the rules. Returns the agent imported and
-    /// what it held.
+    /// write transaction; see [`transfer`](self) for the rules. Returns what it held.
     pub fn import(
         &self,
-        agent: String,
+        agent: &str,
         input: &mut dyn std::io::BufRead,
         replace: bool,
         quotas: scratchpad_guest::Quotas,
         progress: &mut dyn FnMut(u64),
-    ) -> Result<(String, Tally), ImportError> {
+    ) -> Result<Tally, ImportError> {
         let mut conn = self.take()?;
         let result = transfer::import(&mut conn, agent, input, replace, quotas, progress);
         give_back(&self.pool, conn);
-        let (agent, tally) = result?;
+        let tally = result?;
         // The agent's rows are of a new lineage: its next search indexes them afresh.
         durable(&self.flush)?;
-        Ok((agent, tally))
+        Ok(tally)
     }
 }
 

@@ -699,12 +699,12 @@ pub fn read_header(input: &mut dyn BufRead, as_agent: Option<&str>) -> Result<St
 /// rules. One transaction: all or nothing.
 pub fn import(
     conn: &mut Connection,
-    agent: String,
+    agent: &str,
     input: &mut dyn BufRead,
     replace: bool,
     quotas: Quotas,
     progress: &mut dyn FnMut(u64),
-) -> Result<(String, Tally), ImportError> {
+) -> Result<Tally, ImportError> {
     let malformed = |line: u64, reason: String| ImportError::Malformed { line, reason };
     let lines = input.lines();
     // The header was line 1.
@@ -718,17 +718,17 @@ pub fn import(
                  OR EXISTS (SELECT 1 FROM files WHERE agent_id = ?1)
                  OR EXISTS (SELECT 1 FROM log_entries WHERE agent_id = ?1)
                  OR EXISTS (SELECT 1 FROM logs WHERE agent_id = ?1)",
-            [&agent],
+            [agent],
             |r| r.get(0),
         )
         .map_err(map_err)?;
     // The agent's rows change wholesale: its generation moves on to a new lineage (never
     // back), so a write call that read them before this import does not write from that
     // read, and the search index, whatever it caught up to meanwhile, indexes them afresh.
-    let generation = rows::next_lineage(rows::generation(&tx, &agent).map_err(StoreError::from)?);
+    let generation = rows::next_lineage(rows::generation(&tx, agent).map_err(StoreError::from)?);
     if has_data {
         if !replace {
-            return Err(ImportError::Exists(agent));
+            return Err(ImportError::Exists(agent.to_owned()));
         }
         for sql in [
             "DELETE FROM summaries WHERE file_id IN (SELECT id FROM files WHERE agent_id = ?1)",
@@ -738,12 +738,12 @@ pub fn import(
             "DELETE FROM logs WHERE agent_id = ?1",
             "DELETE FROM agents WHERE agent_id = ?1",
         ] {
-            tx.execute(sql, [&agent]).map_err(map_err)?;
+            tx.execute(sql, [agent]).map_err(map_err)?;
         }
     }
     let mut importer = Importer {
         tx: &tx,
-        agent: agent.clone(),
+        agent: agent.to_owned(),
         quotas,
         kept: 0,
         bytes: 0,
@@ -771,7 +771,7 @@ pub fn import(
         }
     }
     importer.close_file()?;
-    logs::backfill(&tx, Some(&agent)).map_err(StoreError::from)?;
+    logs::backfill(&tx, Some(agent)).map_err(StoreError::from)?;
     let tally = importer.tally;
     let Some(Line::End {
         files,
@@ -812,5 +812,5 @@ pub fn import(
     )
     .map_err(map_err)?;
     tx.commit().map_err(map_err)?;
-    Ok((agent, tally))
+    Ok(tally)
 }
