@@ -215,13 +215,18 @@ enum KeysAction {
 /// A plain level applies to this server and its MCP library only: trace logs from Cranelift
 /// compiling the component would run to gigabytes. A full filter is taken as written.
 fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
-    let directives = if log.contains(['=', ',']) {
-        log.to_owned()
-    } else {
+    let directives = if is_plain_level(log) {
         format!("warn,scratchpad_mcp={log},rmcp={log}")
+    } else {
+        log.to_owned()
     };
     tracing_subscriber::EnvFilter::try_new(&directives)
         .with_context(|| format!("--log {log:?} is not a log level or filter"))
+}
+
+/// Whether `log` is a plain level (`info`), not a full filter (`rmcp=debug,hyper=info`).
+fn is_plain_level(log: &str) -> bool {
+    !log.contains(['=', ','])
 }
 
 /// Whether a log line is kept at level `log`, past [`log_filter`]. rmcp logs every error it
@@ -231,7 +236,7 @@ fn log_filter(log: &str) -> anyhow::Result<tracing_subscriber::EnvFilter> {
 /// answer, not for the operator in the server's log. Below a plain `debug` that line is left
 /// out; a full filter is taken as written.
 fn keeps(log: &str) -> impl Fn(&tracing::Metadata<'_>) -> bool + Send + Sync + 'static {
-    let quiet = !log.contains(['=', ','])
+    let quiet = is_plain_level(log)
         && !["debug", "trace"]
             .iter()
             .any(|l| log.eq_ignore_ascii_case(l));
