@@ -208,6 +208,18 @@ fn a_lost_or_damaged_index_file_is_made_again() {
     assert_eq!(search(&s, "a", "deploy friday"), before);
 }
 
+/// Imports `export` as agent "a" into the stopped server's store, replacing what "a" had.
+fn replace_agent_a(s: &Scratch, export: &[u8]) {
+    scratchpad_mcp::ops::import(
+        &s.db(),
+        &mut &export[..],
+        Some("a"),
+        true,
+        &scratchpad_guest::limits::NO_OVERRIDES,
+    )
+    .unwrap();
+}
+
 /// The index catches up with what changed since an agent's last search, whatever it was:
 /// writes, deletes, log entries trimmed by id and by retention, an import that replaced the
 /// agent, and a restore of an older snapshot.
@@ -274,14 +286,7 @@ fn the_index_catches_up_with_trims_imports_and_restores() {
     admin::export(&s.db(), "b", &mut out, &mut |_| {}).unwrap();
     let text = String::from_utf8(exported).unwrap();
     s.stop();
-    scratchpad_mcp::ops::import(
-        &s.db(),
-        &mut text.as_bytes(),
-        Some("a"),
-        true,
-        &scratchpad_guest::limits::NO_OVERRIDES,
-    )
-    .unwrap();
+    replace_agent_a(&s, text.as_bytes());
     s.restart();
     assert_eq!(paths(&search(&s, "a", "unusual")), ["f.md"]);
     assert!(hits(&s, "shared").is_empty());
@@ -396,14 +401,7 @@ fn an_index_recorded_before_an_import_is_not_trusted_after_it() {
     let index_file = index::file_of(&s.db());
     let before = std::fs::read(&index_file).unwrap();
 
-    scratchpad_mcp::ops::import(
-        &s.db(),
-        &mut exported.as_slice(),
-        Some("a"),
-        true,
-        &scratchpad_guest::limits::NO_OVERRIDES,
-    )
-    .unwrap();
+    replace_agent_a(&s, &exported);
     std::fs::write(&index_file, before).unwrap();
 
     s.restart();
