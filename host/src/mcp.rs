@@ -471,16 +471,28 @@ mod tests {
         assert_eq!(caller(false, None).unwrap(), None);
     }
 
-    /// Every session pays for `tools/list` in its context before the first call.
+    /// Every session pays for `tools/list` in its context before the first call, and the
+    /// README says how much: the figure there is this one, so it cannot drift as tools change.
     #[test]
-    fn the_tool_list_stays_under_2000_estimated_tokens() {
+    fn the_tool_list_stays_under_2000_estimated_tokens_and_the_readme_says_its_size() {
         let tools: Vec<Tool> = catalogue();
-        let listing = serde_json::to_string(&ListToolsResult::with_all_items(tools)).unwrap();
+        let count = tools.len();
+        // As a client of today's protocol versions gets it: rmcp adds `"resultType"` (24
+        // bytes) only for sessions on 2026-07-28 or later.
+        let listing = serde_json::json!({ "tools": tools }).to_string();
         let tokens = listing.len() / 4;
         assert!(
             tokens < 2_000,
             "tools/list is {} bytes, about {tokens} tokens",
             listing.len()
+        );
+        let said = format!(
+            "The `tools/list` answer is {} bytes of JSON for the {count} tools",
+            scratchpad_guest::json::catalogue::grouped(listing.len() as u64)
+        );
+        assert!(
+            include_str!("../../README.md").contains(&said),
+            "README.md should say: {said}"
         );
     }
 }

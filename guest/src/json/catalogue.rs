@@ -231,8 +231,8 @@ fn with_numbers(text: &str) -> String {
         })
 }
 
-/// `value` with its thousands set apart by commas: 8000 as "8,000".
-fn grouped(value: u64) -> String {
+/// `value` with its thousands set apart by commas: 8000 as "8,000", as the docs write it.
+pub fn grouped(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, digit) in digits.chars().enumerate() {
