@@ -118,13 +118,14 @@ impl PgTxn {
             match &self.agent {
                 Some(held) => debug_assert_eq!(held, agent, "a call acts for one agent"),
                 None => {
-                    let begin = format!(
-                        "BEGIN ISOLATION LEVEL READ COMMITTED;
-                         SELECT pg_advisory_xact_lock(hashtextextended({}, 0))",
-                        literal(agent)?
-                    );
-                    // Sent with the call's first statement, in the same round trip.
-                    self.conn_mut()?.defer_batch(begin);
+                    // Sent with the call's first statement, in the same round trip; the lock
+                    // as a prepared statement, not planned again at every call.
+                    let conn = self.conn_mut()?;
+                    conn.defer_batch("BEGIN ISOLATION LEVEL READ COMMITTED".into());
+                    conn.defer(
+                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                        vec![Box::new(agent.to_owned())],
+                    )?;
                     self.agent = Some(agent.to_owned());
                 }
             }
@@ -259,7 +260,7 @@ impl PgTxn {
 
     /// After a read that cached summaries: stores them and the search documents it made,
     /// then counts it and commits (the summaries are durable as any write is).
-    fn count_after_read(&mut self, agent: &str, count: &str) -> Result<(), StoreError> {
+    fn count_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut()?;
         conn.batch("BEGIN")?;
@@ -268,7 +269,7 @@ impl PgTxn {
             Self::store_summary(conn, s)?;
         }
         self.store_after_read(agent)?;
-        self.conn_mut()?.batch(&format!("{count}; COMMIT"))
+        count_and_commit(self.conn_mut()?, agent)
     }
 }
 
@@ -285,7 +286,6 @@ impl PgTxn {
             self.release();
             return Ok(());
         }
-        let count = count_statement(agent)?;
         // The read is done: end its snapshot. Counting it (and caching a summary, and storing
         // the search documents it made) is bookkeeping that must not fail the answer.
         if self.pending_summaries.is_empty() {
@@ -298,7 +298,7 @@ impl PgTxn {
                 .defer_batch("COMMIT; BEGIN; SET LOCAL synchronous_commit = off".into());
             let counted = self
                 .store_after_read(agent)
-                .and_then(|()| self.conn_mut()?.batch(&format!("{count}; COMMIT")));
+                .and_then(|()| count_and_commit(self.conn_mut()?, agent));
             match counted {
                 Ok(()) => self.release(),
                 Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
@@ -306,7 +306,7 @@ impl PgTxn {
             return Ok(());
         }
         self.conn_mut()?.batch("COMMIT")?;
-        match self.count_after_read(agent, &count) {
+        match self.count_after_read(agent) {
             Ok(()) => self.release(),
             Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
         }
@@ -334,42 +334,14 @@ impl Drop for PgTxn {
     }
 }
 
-/// The statement that counts one read call of `agent`, for the batch that ends its snapshot
-/// (see [`literal`]); a write call is counted through [`PgTxn::bump`].
-fn count_statement(agent: &str) -> Result<String, StoreError> {
-    Ok(format!(
+/// Counts one read call of `agent` and commits, in one round trip; a write call is counted
+/// through [`PgTxn::bump`].
+fn count_and_commit(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
+    conn.defer(
         "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-         VALUES ({}, 0, 0, 0, 1)
+         VALUES ($1, 0, 0, 0, 1)
          ON CONFLICT (agent_id) DO UPDATE SET total_operations = agents.total_operations + 1",
-        literal(agent)?
-    ))
-}
-
-/// An agent id as an SQL string literal, for the statements sent with others in one round
-/// trip (the simple protocol takes no parameters). Agent ids are `[A-Za-z0-9_-]`, which
-/// need no quoting; anything else is refused here rather than quoted.
-fn literal(agent: &str) -> Result<String, StoreError> {
-    let plain = !agent.is_empty()
-        && agent
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    match plain {
-        true => Ok(format!("'{agent}'")),
-        false => Err(StoreError::Refused(format!(
-            "agent id {agent:?} cannot be written as a literal"
-        ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::literal;
-
-    #[test]
-    fn only_plain_agent_ids_become_literals() {
-        assert_eq!(literal("agent-7_b").unwrap(), "'agent-7_b'");
-        for bad in ["", "a'; DROP TABLE files; --", "a b", "é"] {
-            assert!(literal(bad).is_err(), "{bad:?}");
-        }
-    }
+        vec![Box::new(agent.to_owned())],
+    )?;
+    conn.batch("COMMIT")
 }
