@@ -154,6 +154,18 @@ impl Conn {
         self.deferred.push(Deferred::Batch(sql));
     }
 
+    /// Holds back the `BEGIN` of a call's transaction in `mode`: a read call's one snapshot,
+    /// or a write call's read-committed transaction.
+    pub(super) fn defer_begin(&mut self, mode: Mode) {
+        self.defer_batch(
+            match mode {
+                Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                Mode::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
+            }
+            .to_owned(),
+        );
+    }
+
     /// Forgets what was held back and not yet sent: the call is being rolled back.
     pub(super) fn discard_deferred(&mut self) {
         self.deferred.clear();
@@ -267,12 +279,6 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
 /// The `BEGIN` goes with the call's first statement.
 pub(super) fn begin_on(pool: &Pool, mode: Mode) -> Result<Conn, StoreError> {
     let mut conn = pool.take()?;
-    conn.defer_batch(
-        match mode {
-            Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-            Mode::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
-        }
-        .to_owned(),
-    );
+    conn.defer_begin(mode);
     Ok(conn)
 }

@@ -121,7 +121,7 @@ impl PgTxn {
                     // Sent with the call's first statement, in the same round trip; the lock
                     // as a prepared statement, not planned again at every call.
                     let conn = self.conn_mut()?;
-                    conn.defer_batch("BEGIN ISOLATION LEVEL READ COMMITTED".into());
+                    conn.defer_begin(Mode::Write);
                     conn.defer(
                         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
                         vec![Box::new(agent.to_owned())],
