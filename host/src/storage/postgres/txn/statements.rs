@@ -2,7 +2,7 @@
 //! makes them the port. They only persist: the guard has checked every request before it
 //! gets here.
 
-use super::super::conn::{Owned, Params, col, text};
+use super::super::conn::{Owned, col, text};
 use super::super::search;
 use super::PgTxn;
 use crate::storage::{Mode, PendingSummary, StoreError, to_i64, to_u64};
@@ -73,60 +73,31 @@ impl PgTxn {
         agent: &str,
         path: &str,
     ) -> Result<Option<FileState>, StoreError> {
-        // The file's row and its kept versions in one round trip: no rows, never written; one
-        // row of NULL versions, deleted.
-        let stat: (&'static str, Params<'_>) = (
-            "SELECT f.last_version, v.version, v.bytes, scratchpad_rfc3339(v.created_at), v.sha256
-             FROM files f LEFT JOIN versions v ON v.file_id = f.id
-             WHERE f.agent_id = $1 AND f.path = $2
-             ORDER BY v.version",
-            &[&agent, &path],
-        );
         let writing = self.mode == Mode::Write;
         let conn = self.conn_for(agent)?;
-        // A write call looks at a file before it stores a version, and checks the agent's
-        // quota next: its counters come in the same round trip. A read call looks at a file
-        // to read its current version, whole or as the newer side of a diff: that content
-        // comes in the same round trip, up to a size.
-        let rows = if writing {
-            let (rows, usage) = conn.query_both(stat, (USAGE, &[&agent]))?;
-            self.usage_ahead = Some(usage_of(usage.first())?);
-            rows
-        } else {
-            let (rows, current) = conn.query_both(
-                stat,
-                (
-                    "SELECT v.version, v.content FROM files f
-                     JOIN versions v ON v.file_id = f.id AND v.version = f.current_version
-                     WHERE f.agent_id = $1 AND f.path = $2 AND v.bytes <= $3",
-                    &[&agent, &path, &CURRENT_AHEAD_BYTES],
-                ),
-            )?;
-            self.current_ahead = current
-                .first()
-                .map(|r| {
-                    Ok::<_, StoreError>((path.to_owned(), to_u64(col(r, 0)?), text(col(r, 1)?)?))
-                })
-                .transpose()?;
-            rows
-        };
-        let Some(first) = rows.first() else {
-            return Ok(None);
-        };
-        let last_version = to_u64(col(first, 0)?);
-        let mut kept = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let Some(version) = col::<Option<i64>>(r, 1)? else {
-                continue;
-            };
-            kept.push(VersionInfo {
-                version: to_u64(version),
-                bytes: to_u64(col(r, 2)?),
-                created_at: col(r, 3)?,
-                sha256: col(r, 4)?,
-            });
+        if writing {
+            // A write call looks at a file before it stores a version, and checks the agent's
+            // quota next: its counters come in the same statement.
+            let rows = conn.query(WRITE_STAT, &[&agent, &path])?;
+            self.usage_ahead = Some(usage_of(rows.first())?);
+            return file_state(&rows, USAGE_COLUMNS);
         }
-        Ok(Some(FileState { last_version, kept }))
+        // A read call looks at a file to read its current version, whole or as the newer side
+        // of a diff: that content comes in the same round trip, up to a size.
+        let (rows, current) = conn.query_both(
+            (STAT, &[&agent, &path]),
+            (
+                "SELECT v.version, v.content FROM files f
+                 JOIN versions v ON v.file_id = f.id AND v.version = f.current_version
+                 WHERE f.agent_id = $1 AND f.path = $2 AND v.bytes <= $3",
+                &[&agent, &path, &CURRENT_AHEAD_BYTES],
+            ),
+        )?;
+        self.current_ahead = current
+            .first()
+            .map(|r| Ok::<_, StoreError>((path.to_owned(), to_u64(col(r, 0)?), text(col(r, 1)?)?)))
+            .transpose()?;
+        file_state(&rows, 0)
     }
 
     pub(super) fn read_version(
@@ -501,9 +472,72 @@ const CURRENT_AHEAD_BYTES: i64 = 256 << 10;
 const USAGE: &str = "SELECT total_bytes, file_count, log_entry_count, total_operations
                      FROM agents WHERE agent_id = $1";
 
-/// The counters in `row` of [`USAGE`].
+/// How many columns [`USAGE`]'s counters take at the start of a row.
+const USAGE_COLUMNS: usize = 4;
+
+/// A file's row and its kept versions, oldest first: no rows, never written; one row of NULL
+/// versions, deleted.
+macro_rules! stat {
+    () => {
+        "SELECT f.last_version, v.version, v.bytes, scratchpad_rfc3339(v.created_at), v.sha256
+         FROM files f LEFT JOIN versions v ON v.file_id = f.id
+         WHERE f.agent_id = $1 AND f.path = $2"
+    };
+}
+
+/// [`stat!`] in order, for a read call.
+const STAT: &str = concat!(stat!(), " ORDER BY v.version");
+
+/// [`stat!`] for a write call, each row led by the agent's counters as [`USAGE`] reads them:
+/// the quota check that follows a write's look at its file needs them, and one statement is
+/// one execution fewer than two in the same round trip (about 0.02 ms of a write). There is
+/// always a row: one of NULL file columns for a file never written, of NULL counters for an
+/// agent without a row yet.
+const WRITE_STAT: &str = concat!(
+    "SELECT a.total_bytes, a.file_count, a.log_entry_count, a.total_operations, s.*
+     FROM (SELECT 1) AS one
+     LEFT JOIN agents a ON a.agent_id = $1
+     LEFT JOIN (",
+    stat!(),
+    ") AS s ON true
+     ORDER BY s.version"
+);
+
+/// The file's state in `rows` of [`stat!`]'s columns from column `at` on.
+fn file_state(rows: &[Row], at: usize) -> Result<Option<FileState>, StoreError> {
+    let Some(last_version) = rows
+        .first()
+        .map(|r| col::<Option<i64>>(r, at))
+        .transpose()?
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    let mut kept = Vec::with_capacity(rows.len());
+    for r in rows {
+        let Some(version) = col::<Option<i64>>(r, at + 1)? else {
+            continue;
+        };
+        kept.push(VersionInfo {
+            version: to_u64(version),
+            bytes: to_u64(col(r, at + 2)?),
+            created_at: col(r, at + 3)?,
+            sha256: col(r, at + 4)?,
+        });
+    }
+    Ok(Some(FileState {
+        last_version: to_u64(last_version),
+        kept,
+    }))
+}
+
+/// The counters at the start of `row` ([`USAGE`]'s columns); all 0 without a row, or where
+/// they are NULL (an agent with no row yet).
 fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
-    let n = |i| -> Result<u64, StoreError> { row.map_or(Ok(0), |r| col(r, i).map(to_u64)) };
+    let n = |i| -> Result<u64, StoreError> {
+        let value = row.map(|r| col::<Option<i64>>(r, i)).transpose()?.flatten();
+        Ok(value.map_or(0, to_u64))
+    };
     Ok(Usage {
         total_bytes: n(0)?,
         file_count: n(1)?,
