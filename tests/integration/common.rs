@@ -165,13 +165,16 @@ impl Scratch {
     }
 
     /// The same, with the summariser configured as given.
-    pub fn on_postgres_with_anthropic(anthropic: AnthropicConfig) -> Option<Self> {
+    pub fn on_postgres_with_anthropic(
+        anthropic: AnthropicConfig,
+        limits: LimitOverrides,
+    ) -> Option<Self> {
         let database = TestDatabase::create()?;
         Some(Self::open(
             Some(database),
             anthropic,
             GUEST_COMPONENT,
-            NO_OVERRIDES,
+            limits,
         ))
     }
 

@@ -294,9 +294,12 @@ fn verify_passes_a_sound_store_and_names_each_broken_invariant() {
 
     let conn = crate::common::sql(&s.db());
     conn.execute_batch(
-        "UPDATE agents SET total_bytes = total_bytes + 1 WHERE agent_id = 'a';
+        "PRAGMA foreign_keys = OFF;
+         UPDATE agents SET total_bytes = total_bytes + 1 WHERE agent_id = 'a';
          UPDATE versions SET bytes = 1 WHERE version = 12;
-         DELETE FROM versions WHERE version = 1 AND file_id = (SELECT id FROM files WHERE path = 'long.md');",
+         DELETE FROM versions WHERE version = 1 AND file_id = (SELECT id FROM files WHERE path = 'long.md');
+         INSERT INTO summaries (file_id, version, model, summary, created_at)
+             VALUES (999, 4, 'm', 's', '2026-01-01T00:00:00Z');",
     )
     .unwrap();
     let problems = admin::verify(&s.db()).unwrap().problems;
@@ -307,6 +310,7 @@ fn verify_passes_a_sound_store_and_names_each_broken_invariant() {
         "a file whose recorded size is not its current version's: a notes/plan.md",
         "a summary whose version is not kept: a long.md v1",
         "a file whose current version is not its newest kept one: a long.md: current 1, newest kept none",
+        "a version or summary of a file with no row: file 999 v4",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }

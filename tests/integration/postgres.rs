@@ -32,6 +32,15 @@ fn call(service: &Service, tool: &str, args: Value) -> Result<Value, String> {
         .map_err(|e: CallError| e.to_string())
 }
 
+/// The summariser pointed at `standin`, with a key.
+fn anthropic(standin: &StandIn) -> AnthropicConfig {
+    AnthropicConfig {
+        api_key: Some("sk-ant-test".into()),
+        base_url: standin.base_url(),
+        model: "claude-haiku-5-5".into(),
+    }
+}
+
 /// The shared invariants hold: counters equal rows, the index matches, sizes add up.
 fn assert_sound(s: &Scratch) {
     let url = &s.database.as_ref().expect("a PostgreSQL store").url;
@@ -326,7 +335,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
         .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
         .unwrap()
         .get(0);
-    assert_eq!(applied, 6);
+    assert_eq!(applied, 7);
     db.execute(
         "INSERT INTO scratchpad_migrations (version, name) VALUES (99, 'from the future')",
         &[],
@@ -334,7 +343,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     .unwrap();
     let e = Postgres::open(&url).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this build's 6"),
+        e.contains("schema version 99, newer than this build's 7"),
         "{e}"
     );
     assert!(!e.contains("scratchpad@"), "no password or user in {e}");
@@ -978,11 +987,7 @@ fn two_instances_share_each_agents_summary_budget() {
 fn callers_waiting_for_a_model_hold_no_connection() {
     let slow = Reply::summary("A summary.").after(std::time::Duration::from_secs(6));
     let standin = StandIn::start(vec![], Some(slow));
-    let Some(s) = Scratch::on_postgres_with_anthropic(AnthropicConfig {
-        api_key: Some("sk-ant-test".into()),
-        base_url: standin.base_url(),
-        model: "claude-haiku-5-5".into(),
-    }) else {
+    let Some(s) = Scratch::on_postgres_with_anthropic(anthropic(&standin), NO_OVERRIDES) else {
         return;
     };
     for i in 0..24 {
@@ -1023,5 +1028,41 @@ fn callers_waiting_for_a_model_hold_no_connection() {
             assert_eq!(answer["summary"], "A summary.");
         }
     });
+    assert_sound(&s);
+}
+
+/// A cached summary leaves with its version, whether a later write prunes the version or a
+/// delete takes the file: the statements that drop versions drop their summaries (no cascade
+/// does it since migration 7), and what they leave passes `verify`.
+#[test]
+fn summaries_leave_with_the_versions_pruned_or_deleted() {
+    let standin = StandIn::start(vec![], Some(Reply::summary("A summary.")));
+    let limits = LimitOverrides {
+        versions_kept: Some(2),
+        ..NO_OVERRIDES
+    };
+    let Some(s) = Scratch::on_postgres_with_anthropic(anthropic(&standin), limits) else {
+        return;
+    };
+    let summarised = || -> Vec<i64> {
+        let rows = s
+            .pg()
+            .query("SELECT version FROM summaries ORDER BY version", &[]);
+        rows.unwrap().iter().map(|r| r.get(0)).collect()
+    };
+    let doc = json!({ "agent_id": "a", "path": "doc.md" });
+    for v in 1..=3 {
+        let long: String = (0..400)
+            .map(|p| format!("Paragraph {p} of version {v}: the plan holds.\n"))
+            .collect();
+        s.write("a", "doc.md", &long);
+        let answer = call(s.service(), "summarize_file", doc.clone()).unwrap();
+        assert_eq!(answer["version"], v, "{answer}");
+    }
+    assert_eq!(summarised(), [2, 3], "the third write pruned version 1");
+    assert_sound(&s);
+
+    s.ok("delete_file", doc);
+    assert_eq!(summarised(), [0_i64; 0], "a deleted file keeps no summary");
     assert_sound(&s);
 }

@@ -4,12 +4,12 @@
 //! state while servers keep writing. The invariants are the ones the tools rely on, each one
 //! query over the whole store: every file's current version is its newest kept one and no
 //! kept version is above its last number; recorded sizes equal the bytes stored; no summary
-//! outlives its version; each log's last id and entry count hold; the search index holds
-//! exactly the current versions and the log entries; and each agent's counters equal what
-//! its rows add up to (the counters are what quotas are enforced on). And each kept
-//! version's content still has the hash it was written with ([`CONTENT_HASHES`]), which SQL
-//! cannot compute in both databases, so each backend reads the rows and [`hash_mismatch`]
-//! judges them.
+//! outlives its version, and no version or summary its file's row (which SQLite's foreign
+//! keys hold, and PostgreSQL's no longer: see its migration 7); each log's last id and entry count hold; the search index holds exactly the current
+//! versions and the log entries; and each agent's counters equal what its rows add up to
+//! (the counters are what quotas are enforced on). And each kept version's content still
+//! has the hash it was written with ([`CONTENT_HASHES`]), which SQL cannot compute in both
+//! databases, so each backend reads the rows and [`hash_mismatch`] judges them.
 //!
 //! Both schemas have the same tables and columns; `is_log` and `is_text` are 0/1 in SQLite
 //! and booleans in PostgreSQL, which `NOT x` and `CASE WHEN x` read alike.
@@ -124,6 +124,13 @@ const CHECKS: &[(&str, &str)] = &[
          FROM summaries s JOIN files f ON f.id = s.file_id
          LEFT JOIN versions v ON v.file_id = s.file_id AND v.version = s.version
          WHERE v.version IS NULL",
+    ),
+    (
+        "a version or summary of a file with no row",
+        "SELECT 'file ' || CAST(x.file_id AS text) || ' v' || CAST(x.version AS text)
+         FROM (SELECT file_id, version FROM versions
+               UNION ALL SELECT file_id, version FROM summaries) x
+         WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.id = x.file_id)",
     ),
     (
         "a file whose current version is not its newest kept one",

@@ -1,7 +1,7 @@
 //! `verify` and `stats` of a PostgreSQL database: the shared invariants of
 //! [`crate::storage::check`], in one read-only snapshot, without migrating anything.
-//! PostgreSQL enforces its own foreign keys and checks its pages, so there is no
-//! counterpart of SQLite's `integrity_check` to run here.
+//! PostgreSQL checks its own pages, so there is no counterpart of SQLite's `integrity_check`
+//! to run here; the relations between rows are the shared checks', as on SQLite.
 
 use super::conn::Conn;
 use super::{DatabaseUrl, col, to_u64};

@@ -47,6 +47,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "files unindexed",
         sql: include_str!("migrations/0006_files_unindexed.sql"),
     },
+    Migration {
+        version: 7,
+        name: "summaries pruned by statement",
+        sql: include_str!("migrations/0007_summaries_pruned_by_statement.sql"),
+    },
 ];
 
 /// The advisory lock key that serialises migrations ("scratchp" in ASCII).

@@ -122,10 +122,7 @@ impl PgTxn {
                     // as a prepared statement, not planned again at every call.
                     let conn = self.conn_mut()?;
                     conn.defer_begin(Mode::Write);
-                    conn.defer(
-                        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                        vec![Box::new(agent.to_owned())],
-                    )?;
+                    lock_agent(conn, agent)?;
                     self.agent = Some(agent.to_owned());
                 }
             }
@@ -263,7 +260,10 @@ impl PgTxn {
     fn count_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut()?;
-        conn.batch("BEGIN")?;
+        // Under the agent's lock, as a write call's prune runs: a summary is stored only
+        // while its version is kept, and no prune can pass between the look and the insert.
+        conn.defer_batch("BEGIN".into());
+        lock_agent(conn, agent)?;
         for s in &summaries {
             // A version deleted or pruned meanwhile simply goes uncached.
             Self::store_summary(conn, s)?;
@@ -332,6 +332,16 @@ impl Drop for PgTxn {
         let rolled_back = conn.batch("ROLLBACK").is_ok();
         self.pool.give_back(conn, rolled_back);
     }
+}
+
+/// Holds back the statement that takes `agent`'s lock until the end of the transaction: every
+/// write call's, and a read call's that stores a summary. A prepared statement, not planned
+/// again at every call.
+fn lock_agent(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
+    conn.defer(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        vec![Box::new(agent.to_owned())],
+    )
 }
 
 /// Counts one read call of `agent` and commits, in one round trip; a write call is counted

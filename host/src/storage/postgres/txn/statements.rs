@@ -15,23 +15,32 @@ use scratchpad_store::logs;
 use scratchpad_store::rows::Tally;
 use tokio_postgres::Row;
 
-/// What a prune drops, in the version's statement and in a prune's own: the versions of
-/// agent `$1`'s path `$2` numbered below `$keep`, with their sizes.
-macro_rules! versions_below {
+/// What a prune drops, in the version's statement and in a prune's own, as two parts of its
+/// statement: `gone`, the versions of agent `$1`'s path `$2` numbered below `$keep` with
+/// their sizes, and their summaries. Summaries leave here, as in SQLite's store, not by a
+/// cascade from the versions (whose trigger ran a delete of its own for every version pruned):
+/// a read call stores a summary only under its agent's lock, as every write call runs, so no
+/// summary can be stored for a version while a prune takes it away.
+macro_rules! prune_below {
     ($keep:literal) => {
         concat!(
-            "DELETE FROM versions v USING files f
-             WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2 AND v.version < ",
+            "gone AS (
+                 DELETE FROM versions v USING files f
+                 WHERE f.id = v.file_id AND f.agent_id = $1 AND f.path = $2 AND v.version < ",
             $keep,
-            " RETURNING v.bytes"
+            " RETURNING v.bytes),
+             unsummarised AS (
+                 DELETE FROM summaries s USING files f
+                 WHERE f.id = s.file_id AND f.agent_id = $1 AND f.path = $2 AND s.version < ",
+            $keep,
+            ")"
         )
     };
 }
 
 /// One statement for a whole write: the file's row, the version, the file's search document
 /// deleted (the next search makes the new one: see [`super::documents`]), the versions below
-/// `$8` pruned (0 prunes none; summaries go with them, ON DELETE
-/// CASCADE), and the agent's counters, the call's operation among them (the first version a
+/// `$8` pruned with their summaries (0 prunes none), and the agent's counters, the call's operation among them (the first version a
 /// call stores counts it, so its commit need not). `was` is the file's row as it stood before
 /// the statement (a file that exists now gains no count); every part sees that same snapshot,
 /// so the old document's delete cannot see the new one, nor the pruning the new version. It
@@ -48,9 +57,9 @@ const PUT_VERSION: &str = concat!(
      version AS (
          INSERT INTO versions (file_id, version, bytes, content, sha256)
          SELECT id, $3, $4, $5, $6 FROM file),
-     gone AS (",
-    versions_below!("$8"),
-    "),
+     ",
+    prune_below!("$8"),
+    ",
      old_doc AS (
          DELETE FROM search_docs WHERE agent_id = $1 AND path = $2 AND NOT is_log)
      INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
@@ -165,8 +174,8 @@ impl PgTxn {
             self.version_held = Some((path.to_owned(), keep_from));
             return Ok(());
         }
-        // Summaries of the dropped versions go with them (ON DELETE CASCADE); the bytes freed
-        // leave the agent's counter in the same statement, sent with the next one.
+        // The dropped versions and their summaries; the bytes freed leave the agent's counter
+        // in the same statement, sent with the next one.
         let params: Vec<Owned> = vec![
             Box::new(agent.to_owned()),
             Box::new(path.to_owned()),
@@ -174,9 +183,9 @@ impl PgTxn {
         ];
         self.conn_for(agent)?.defer(
             concat!(
-                "WITH gone AS (",
-                versions_below!("$3"),
-                ")
+                "WITH ",
+                prune_below!("$3"),
+                "
                  UPDATE agents SET total_bytes = total_bytes - (SELECT COALESCE(sum(bytes), 0) FROM gone)
                  WHERE agent_id = $1"
             ),
@@ -189,10 +198,12 @@ impl PgTxn {
             return Ok(false);
         };
         let conn = self.conn_for(agent)?;
-        // The versions, the current state and the file's search document in one statement.
+        // The versions and their summaries, the current state and the file's search document
+        // in one statement.
         let freed: i64 = col(
             &conn.query_one(
                 "WITH gone AS (DELETE FROM versions WHERE file_id = $1 RETURNING bytes),
+                      unsummarised AS (DELETE FROM summaries WHERE file_id = $1),
                       cleared AS (UPDATE files SET current_version = NULL, current_bytes = NULL,
                                                    unindexed = false
                                   WHERE id = $1),
