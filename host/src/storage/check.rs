@@ -5,9 +5,10 @@
 //! query over the whole store: every file's current version is its newest kept one and no
 //! kept version is above its last number; recorded sizes equal the bytes stored; no summary
 //! outlives its version, and no version or summary its file's row (which SQLite's foreign
-//! keys hold, and PostgreSQL's no longer: see its migration 7); each log's last id and entry count hold; the search index holds exactly the current
-//! versions and the log entries; and each agent's counters equal what its rows add up to
-//! (the counters are what quotas are enforced on). And each kept version's content still
+//! keys hold, and PostgreSQL's no longer: see its migration 7); each log's last id and
+//! entry count hold; the search index holds exactly the current versions and the log
+//! entries; and each agent's counters equal what its rows add up to (the counters are what
+//! quotas are enforced on). And each kept version's content still
 //! has the hash it was written with ([`CONTENT_HASHES`]), which SQL cannot compute in both
 //! databases, so each backend reads the rows and [`hash_mismatch`] judges them.
 //!

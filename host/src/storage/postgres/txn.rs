@@ -118,11 +118,8 @@ impl PgTxn {
             match &self.agent {
                 Some(held) => debug_assert_eq!(held, agent, "a call acts for one agent"),
                 None => {
-                    // Sent with the call's first statement, in the same round trip; the lock
-                    // as a prepared statement, not planned again at every call.
-                    let conn = self.conn_mut()?;
-                    conn.defer_begin(Mode::Write);
-                    lock_agent(conn, agent)?;
+                    // Sent with the call's first statement, in the same round trip.
+                    begin_locked(self.conn_mut()?, agent)?;
                     self.agent = Some(agent.to_owned());
                 }
             }
@@ -262,8 +259,7 @@ impl PgTxn {
         let conn = self.conn_mut()?;
         // Under the agent's lock, as a write call's prune runs: a summary is stored only
         // while its version is kept, and no prune can pass between the look and the insert.
-        conn.defer_batch("BEGIN".into());
-        lock_agent(conn, agent)?;
+        begin_locked(conn, agent)?;
         for s in &summaries {
             // A version deleted or pruned meanwhile simply goes uncached.
             Self::store_summary(conn, s)?;
@@ -334,10 +330,11 @@ impl Drop for PgTxn {
     }
 }
 
-/// Holds back the statement that takes `agent`'s lock until the end of the transaction: every
-/// write call's, and a read call's that stores a summary. A prepared statement, not planned
-/// again at every call.
-fn lock_agent(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
+/// Holds back the `BEGIN` of a transaction that changes `agent`'s rows and the statement that
+/// takes the agent's lock until its end: every write call's, and a read call's that stores a
+/// summary. The lock is a prepared statement, not planned again at every call.
+fn begin_locked(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
+    conn.defer_begin(Mode::Write);
     conn.defer(
         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
         vec![Box::new(agent.to_owned())],

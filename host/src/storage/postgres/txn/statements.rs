@@ -40,8 +40,8 @@ macro_rules! prune_below {
 
 /// One statement for a whole write: the file's row, the version, the file's search document
 /// deleted (the next search makes the new one: see [`super::documents`]), the versions below
-/// `$8` pruned with their summaries (0 prunes none), and the agent's counters, the call's operation among them (the first version a
-/// call stores counts it, so its commit need not). `was` is the file's row as it stood before
+/// `$8` pruned with their summaries (0 prunes none), and the agent's counters, the call's
+/// operation among them (the first version a call stores counts it, so its commit need not). `was` is the file's row as it stood before
 /// the statement (a file that exists now gains no count); every part sees that same snapshot,
 /// so the old document's delete cannot see the new one, nor the pruning the new version. It
 /// answers nothing, so it goes with the call's next statement or its commit.
@@ -480,10 +480,18 @@ impl PgTxn {
 const CURRENT_AHEAD_BYTES: i64 = 256 << 10;
 
 /// An agent's counters; no row, an agent that never wrote anything.
-const USAGE: &str = "SELECT total_bytes, file_count, log_entry_count, total_operations
-                     FROM agents WHERE agent_id = $1";
+/// An agent's counters: no row, an agent that has never changed anything.
+macro_rules! usage {
+    () => {
+        "SELECT total_bytes, file_count, log_entry_count, total_operations
+         FROM agents WHERE agent_id = $1"
+    };
+}
 
-/// How many columns [`USAGE`]'s counters take at the start of a row.
+/// [`usage!`] on its own, for a call that has not read the counters ahead.
+const USAGE: &str = usage!();
+
+/// How many columns [`usage!`]'s counters take at the start of a row.
 const USAGE_COLUMNS: usize = 4;
 
 /// A file's row and its kept versions, oldest first: no rows, never written; one row of NULL
@@ -499,15 +507,17 @@ macro_rules! stat {
 /// [`stat!`] in order, for a read call.
 const STAT: &str = concat!(stat!(), " ORDER BY v.version");
 
-/// [`stat!`] for a write call, each row led by the agent's counters as [`USAGE`] reads them:
+/// [`stat!`] for a write call, each row led by the agent's counters ([`usage!`]):
 /// the quota check that follows a write's look at its file needs them, and one statement is
 /// one execution fewer than two in the same round trip (about 0.02 ms of a write). There is
 /// always a row: one of NULL file columns for a file never written, of NULL counters for an
 /// agent without a row yet.
 const WRITE_STAT: &str = concat!(
-    "SELECT a.total_bytes, a.file_count, a.log_entry_count, a.total_operations, s.*
+    "SELECT a.*, s.*
      FROM (SELECT 1) AS one
-     LEFT JOIN agents a ON a.agent_id = $1
+     LEFT JOIN (",
+    usage!(),
+    ") AS a ON true
      LEFT JOIN (",
     stat!(),
     ") AS s ON true
@@ -542,7 +552,7 @@ fn file_state(rows: &[Row], at: usize) -> Result<Option<FileState>, StoreError> 
     }))
 }
 
-/// The counters at the start of `row` ([`USAGE`]'s columns); all 0 without a row, or where
+/// The counters at the start of `row` ([`usage!`]'s columns); all 0 without a row, or where
 /// they are NULL (an agent with no row yet).
 fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
     let n = |i| -> Result<u64, StoreError> {
