@@ -256,6 +256,17 @@ pub enum SettingsError {
         /// Why, with the URL shown without its password.
         reason: crate::storage::NotAUrl,
     },
+    /// The SQLite file was given as a URL, most likely a PostgreSQL database's, which
+    /// would otherwise become a folder named after its scheme holding a new, empty store.
+    #[error(
+        "{origin}: the SQLite file's path is a URL ({scheme}://...); a PostgreSQL database is given with --database or $SCRATCHPAD_DATABASE_URL"
+    )]
+    PathIsUrl {
+        /// The flag, variable or file it came from.
+        origin: String,
+        /// The URL's scheme: the rest may hold a password.
+        scheme: String,
+    },
     /// A limit is out of its range, or an environment variable is not a number.
     #[error("{origin}: {reason}")]
     Limit {
@@ -339,6 +350,14 @@ pub fn limit_var(limit: &Limit) -> String {
 }
 
 /// Picks the first value given: flag, variable, file, else none.
+/// The scheme of a path written as a URL (`postgres://...`), which no SQLite file's path is.
+fn url_scheme(path: &Path) -> Option<&str> {
+    let (scheme, _) = path.to_str()?.split_once("://")?;
+    let mut chars = scheme.chars();
+    let letter = chars.next()?.is_ascii_alphabetic();
+    (letter && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))).then_some(scheme)
+}
+
 fn first<T>(
     flag: Option<(T, &'static str)>,
     env: Option<(T, &str)>,
@@ -420,6 +439,15 @@ struct Resolver<'e> {
 }
 
 impl Resolver<'_> {
+    /// Where a value from `source` came from, as an error names it.
+    fn origin_of(&self, source: &Source) -> String {
+        match source {
+            Source::Flag(flag) => (*flag).to_owned(),
+            Source::Env(var) => format!("${var}"),
+            Source::File | Source::Default => self.origin.clone(),
+        }
+    }
+
     fn note(&mut self, key: &str, value: String, source: Source) {
         self.report.push((key.to_owned(), value, source));
     }
@@ -447,6 +475,12 @@ impl Resolver<'_> {
                 Source::Default,
             ),
         };
+        if let Some(scheme) = url_scheme(&db.0) {
+            return Err(SettingsError::PathIsUrl {
+                origin: self.origin_of(&db.1),
+                scheme: scheme.to_owned(),
+            });
+        }
         self.note("store.path", toml_str(&db.0.display().to_string()), db.1);
         let database = match first(
             flags.database.clone().map(|u| (u, "--database")),
@@ -455,11 +489,7 @@ impl Resolver<'_> {
         ) {
             Some((text, source)) => {
                 let url = DatabaseUrl::parse(&text).map_err(|reason| SettingsError::Database {
-                    origin: match &source {
-                        Source::Flag(flag) => (*flag).to_owned(),
-                        Source::Env(var) => format!("${var}"),
-                        _ => self.origin.clone(),
-                    },
+                    origin: self.origin_of(&source),
                     reason,
                 })?;
                 self.note("store.database", toml_str(&url.to_string()), source);
@@ -523,10 +553,7 @@ impl Resolver<'_> {
             match chosen {
                 Some((value, source)) => {
                     limit.check(value).map_err(|reason| SettingsError::Limit {
-                        origin: match &source {
-                            Source::Env(var) => format!("${var}"),
-                            _ => self.origin.clone(),
-                        },
+                        origin: self.origin_of(&source),
                         reason,
                     })?;
                     values.insert(limit.name, value);
@@ -780,6 +807,31 @@ mod tests {
         );
         assert!(!e.to_string().contains(":pw@"), "{e}");
         assert!(resolve(None, &[]).unwrap().settings.database.is_none());
+    }
+
+    #[test]
+    fn a_url_given_as_the_sqlite_file_is_refused_without_its_password() {
+        let url = "postgres://sp:s3cret@db/sp";
+        let flags = Flags {
+            db: Some(url.into()),
+            ..Flags::default()
+        };
+        let e = Settings::resolve_with(flags, &|_| None, None, None, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--db: the SQLite file's path is a URL (postgres://...); a PostgreSQL database is given with --database or $SCRATCHPAD_DATABASE_URL"
+        );
+        let e = resolve(None, &[("SCRATCHPAD_DB_PATH", "file:///tmp/x.db")]).unwrap_err();
+        assert!(e.to_string().starts_with("$SCRATCHPAD_DB_PATH: "), "{e}");
+        assert!(e.to_string().contains("(file://...)"), "{e}");
+        let e = resolve(Some(&format!("[store]\npath = \"{url}\"\n")), &[]).unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        assert!(matches!(e, SettingsError::PathIsUrl { .. }), "{e}");
+        // Paths that only look a little like one are paths.
+        for path in ["./a://b.db", "data/x://y", "odd:name.db", "/srv/sp.db"] {
+            let r = resolve(None, &[("SCRATCHPAD_DB_PATH", path)]).unwrap();
+            assert_eq!(r.settings.db, PathBuf::from(path));
+        }
     }
 
     #[test]
