@@ -174,6 +174,13 @@ def test_a_command_that_fails_says_why_in_one_line(tmp_path):
         f"scratchpad-mcp: cannot start: cannot open the store at {under_a_file}: "
         f"cannot create its folder {garbage / 'sub'}: "), err
     assert err.count("\n") == 1, err
+    # A database that cannot be reached is one line too, without the URL's password (the
+    # connection's failure was also logged, a second line naming a module of the code).
+    for args in [("stats",), ("verify",)]:
+        status, _, err = run_cli("--database", "postgres://sp:s3cret@127.0.0.1:1/sp", *args)
+        assert status == 2 and err == (
+            "scratchpad-mcp: cannot open the store at postgres://sp:***@127.0.0.1:1/sp: cannot connect "
+            "to PostgreSQL: error connecting to server: Connection refused (os error 111)\n"), (args, err)
 
 
 def test_verify_finds_one_changed_byte_anywhere_in_a_page(tmp_path):

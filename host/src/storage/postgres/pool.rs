@@ -82,14 +82,15 @@ impl Pool {
         let unreachable = |e: &dyn std::error::Error| {
             // The driver's words (refused, timed out, a certificate it cannot trust, a
             // password refused for a user) are the operator's: a caller reads only that
-            // the database cannot be reached (see `StoreError::to_wit`).
+            // the database cannot be reached, and the log gets them where the error is
+            // turned into the caller's (`From<StoreError> for StorageError`); a command
+            // prints them as its one line.
             let mut reason = e.to_string();
             let mut source = e.source();
             while let Some(cause) = source {
                 reason = format!("{reason}: {cause}");
                 source = cause.source();
             }
-            tracing::error!(error = %reason, "cannot connect to PostgreSQL");
             StoreError::Unreachable(reason)
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
