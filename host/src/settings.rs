@@ -351,11 +351,13 @@ pub fn limit_var(limit: &Limit) -> String {
 
 /// Picks the first value given: flag, variable, file, else none.
 /// The scheme of a path written as a URL (`postgres://...`), which no SQLite file's path is.
+/// One letter is a Windows drive (`C://...`), not a scheme.
 fn url_scheme(path: &Path) -> Option<&str> {
     let (scheme, _) = path.to_str()?.split_once("://")?;
     let mut chars = scheme.chars();
     let letter = chars.next()?.is_ascii_alphabetic();
-    (letter && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))).then_some(scheme)
+    let named = scheme.len() > 1 && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    (letter && named).then_some(scheme)
 }
 
 fn first<T>(
@@ -828,7 +830,13 @@ mod tests {
         assert!(!e.to_string().contains("s3cret"), "{e}");
         assert!(matches!(e, SettingsError::PathIsUrl { .. }), "{e}");
         // Paths that only look a little like one are paths.
-        for path in ["./a://b.db", "data/x://y", "odd:name.db", "/srv/sp.db"] {
+        for path in [
+            "./a://b.db",
+            "data/x://y",
+            "odd:name.db",
+            "/srv/sp.db",
+            "C://sp/x.db",
+        ] {
             let r = resolve(None, &[("SCRATCHPAD_DB_PATH", path)]).unwrap();
             assert_eq!(r.settings.db, PathBuf::from(path));
         }
