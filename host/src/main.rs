@@ -11,7 +11,7 @@ use scratchpad_mcp::settings::{Flags, Resolved};
 use scratchpad_mcp::storage::{admin, pg_admin};
 use scratchpad_mcp::{Service, Settings};
 use scratchpad_mcp::{keys, ops};
-use std::io::{self, BufReader, Write};
+use std::io::{self, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -359,11 +359,21 @@ fn serve_http(resolved: Resolved, addr: &str) -> anyhow::Result<ExitCode> {
 
 fn serve(resolved: Resolved) -> anyhow::Result<ExitCode> {
     let settings = resolved.settings;
+    let store = settings.store_name();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let service =
             tokio::task::spawn_blocking(move || Service::open(&settings).context("cannot start"))
                 .await??;
+        // Someone who runs the command to try it would otherwise see it wait without a word:
+        // say what it waits for. A client's pipe gets nothing, so its log stays as it was.
+        if io::stdin().is_terminal() {
+            eprintln!(
+                "scratchpad-mcp: serving MCP on stdio (store: {store}); an MCP client starts \
+                 this command and speaks JSON-RPC on its stdin (see README.md, \"Add it to \
+                 your client\"). Ctrl-D ends it; --help lists the other commands."
+            );
+        }
         McpServer::new(Arc::new(service)).serve_stdio().await
     })?;
     Ok(ExitCode::SUCCESS)

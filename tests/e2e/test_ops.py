@@ -2,10 +2,12 @@
 
 import json
 import os
+import pty
+import select
 import sqlite3
 import subprocess
 
-from helpers import BINARY, INITIALIZE, RawServer, Workers, message, run_cli, wait_until
+from helpers import BINARY, INITIALIZE, WAIT_SECONDS, RawServer, Workers, command, environment, message, run_cli, wait_until
 
 
 def ops(db, *args, input=None, **env):
@@ -270,3 +272,28 @@ def check_modes(tmp_path):
     config.chmod(0o600)
     status, _, err = run_cli("--config", config, "keys", "add", "k2", "--agent", "a", env=env)
     assert status == 0 and mode(config) == 0o600, (err, oct(mode(config)))
+
+
+def test_started_by_hand_it_says_what_it_waits_for(tmp_path):
+    """Run in a terminal, the server says on stderr that it serves MCP on stdio for a client,
+    and where its store is; Ctrl-D ends it. Started by a client (a pipe), it says nothing."""
+    db = tmp_path / "s.db"
+    leader, follower = pty.openpty()
+    server = subprocess.Popen(command("--db", db), stdin=follower, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=environment())
+    os.close(follower)
+    try:
+        ready, _, _ = select.select([server.stderr], [], [], WAIT_SECONDS)
+        assert ready, "no word on stderr"
+        hint = server.stderr.readline()
+        assert hint.decode() == (f"scratchpad-mcp: serving MCP on stdio (store: {db}); an MCP client starts "
+                                 "this command and speaks JSON-RPC on its stdin (see README.md, \"Add it to "
+                                 "your client\"). Ctrl-D ends it; --help lists the other commands.\n"), hint
+        os.write(leader, b"\x04")  # Ctrl-D: the end of the terminal's input
+        assert server.wait(timeout=WAIT_SECONDS) == 0
+    finally:
+        server.kill()
+        os.close(leader)
+    assert server.stderr.read() == b"" and server.stdout.read() == b""
+    status, out, err = ops(db, input="")
+    assert (status, out, err) == (0, "", ""), (status, out, err)
