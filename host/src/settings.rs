@@ -349,17 +349,19 @@ pub fn limit_var(limit: &Limit) -> String {
     format!("SCRATCHPAD_{}", limit.name.to_ascii_uppercase())
 }
 
-/// Picks the first value given: flag, variable, file, else none.
 /// The scheme of a path written as a URL (`postgres://...`), which no SQLite file's path is.
 /// One letter is a Windows drive (`C://...`), not a scheme.
 fn url_scheme(path: &Path) -> Option<&str> {
     let (scheme, _) = path.to_str()?.split_once("://")?;
-    let mut chars = scheme.chars();
-    let letter = chars.next()?.is_ascii_alphabetic();
-    let named = scheme.len() > 1 && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-    (letter && named).then_some(scheme)
+    let is_scheme = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    is_scheme.then_some(scheme)
 }
 
+/// Picks the first value given: flag, variable, file, else none.
 fn first<T>(
     flag: Option<(T, &'static str)>,
     env: Option<(T, &str)>,

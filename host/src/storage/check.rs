@@ -8,9 +8,9 @@
 //! keys hold, and PostgreSQL's no longer: see its migration 7); each log's last id and
 //! entry count hold; the search index holds exactly the current versions and the log
 //! entries; and each agent's counters equal what its rows add up to (the counters are what
-//! quotas are enforced on). And each kept version's content still
-//! has the hash it was written with ([`CONTENT_HASHES`]), which SQL cannot compute in both
-//! databases, so each backend reads the rows and [`hash_mismatch`] judges them.
+//! quotas are enforced on). And each kept version's content still has the hash it was
+//! written with ([`CONTENT_HASHES`]), which SQL cannot compute in both databases, so each
+//! backend reads the rows and [`hash_mismatch`] judges them.
 //!
 //! Both schemas have the same tables and columns; `is_log` and `is_text` are 0/1 in SQLite
 //! and booleans in PostgreSQL, which `NOT x` and `CASE WHEN x` read alike.

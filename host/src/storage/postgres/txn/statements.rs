@@ -41,10 +41,11 @@ macro_rules! prune_below {
 /// One statement for a whole write: the file's row, the version, the file's search document
 /// deleted (the next search makes the new one: see [`super::documents`]), the versions below
 /// `$8` pruned with their summaries (0 prunes none), and the agent's counters, the call's
-/// operation among them (the first version a call stores counts it, so its commit need not). `was` is the file's row as it stood before
-/// the statement (a file that exists now gains no count); every part sees that same snapshot,
-/// so the old document's delete cannot see the new one, nor the pruning the new version. It
-/// answers nothing, so it goes with the call's next statement or its commit.
+/// operation among them (the first version a call stores counts it, so its commit need not).
+/// `was` is the file's row as it stood before the statement (a file that exists now gains no
+/// count); every part sees that same snapshot, so the old document's delete cannot see the new
+/// one, nor the pruning the new version. It answers nothing, so it goes with the call's next
+/// statement or its commit.
 const PUT_VERSION: &str = concat!(
     "WITH was AS (SELECT current_version FROM files WHERE agent_id = $1 AND path = $2),
      file AS (
@@ -479,7 +480,6 @@ impl PgTxn {
 /// not read it.
 const CURRENT_AHEAD_BYTES: i64 = 256 << 10;
 
-/// An agent's counters; no row, an agent that never wrote anything.
 /// An agent's counters: no row, an agent that has never changed anything.
 macro_rules! usage {
     () => {
