@@ -792,8 +792,9 @@ fn a_statement_sent_with_the_commit_that_fails_fails_the_whole_call() {
 
 /// A call is one operation however it ends up counted: a call that changes its agent's
 /// counters (a version stored, a log entry appended, a file deleted) counts itself in that
-/// same statement, and its commit adds nothing; one that changes none (the same content
-/// again, a read, a delete of nothing) counts at its commit; a failed one not at all.
+/// same statement, and its commit adds nothing; a write call that changes none (the same
+/// content again, a delete of nothing) counts at its commit; a read call in memory, written
+/// with its agent's next write; a failed one not at all.
 #[test]
 fn every_call_counts_one_operation_whichever_statement_counts_it() {
     let Some(s) = scratch() else { return };
@@ -826,14 +827,18 @@ fn every_call_counts_one_operation_whichever_statement_counts_it() {
     .unwrap_err();
     assert_eq!(operations(), 16, "a failed write");
     s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
-    assert_eq!(operations(), 17, "a read");
+    assert_eq!(operations(), 16, "a read, kept in memory");
     for i in 1..=3 {
         s.ok(
             "append_log",
             json!({ "agent_id": "a", "path": "log", "entry": format!("entry {i}") }),
         );
     }
-    assert_eq!(operations(), 20, "appends");
+    assert_eq!(
+        operations(),
+        20,
+        "the read, carried by the first append, and appends"
+    );
     s.ok("delete_file", json!({ "agent_id": "a", "path": "f" }));
     assert_eq!(operations(), 21, "a delete");
     let again = s.ok("delete_file", json!({ "agent_id": "a", "path": "f" }));
@@ -843,6 +848,76 @@ fn every_call_counts_one_operation_whichever_statement_counts_it() {
         22,
         "a delete of nothing, counted at its commit"
     );
+    assert_sound(&s);
+}
+
+/// A read call writes nothing for its count: `get_usage_stats` adds the reads kept in
+/// memory to the stored count; the agent's next write carries them (a write that fails puts
+/// them back); the hundredth read kept writes them all; and so does letting the store go.
+#[test]
+fn reads_are_counted_in_memory_until_a_write_carries_them() {
+    let Some(mut s) = scratch() else { return };
+    let stored = |s: &Scratch, agent: &str| -> i64 {
+        s.pg()
+            .query_opt(
+                "SELECT total_operations FROM agents WHERE agent_id = $1",
+                &[&agent],
+            )
+            .unwrap()
+            .map_or(0, |r| r.get(0))
+    };
+    s.write("a", "f", "one");
+    for _ in 0..3 {
+        s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    }
+    assert_eq!(stored(&s, "a"), 1, "the write alone");
+    assert_eq!(
+        s.usage("a")["total_operations"],
+        4,
+        "the write and three reads"
+    );
+    s.call(
+        "write_file",
+        json!({ "agent_id": "a", "path": "../f", "content": "x" }),
+    )
+    .unwrap_err();
+    s.pg()
+        .batch_execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
+                 $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON versions FOR EACH ROW EXECUTE FUNCTION refuse()",
+        )
+        .unwrap();
+    s.call(
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "two" }),
+    )
+    .unwrap_err();
+    assert_eq!(stored(&s, "a"), 1, "a failed write carried nothing");
+    s.pg()
+        .batch_execute("DROP TRIGGER refuse ON versions")
+        .unwrap();
+    s.write("a", "f", "two");
+    assert_eq!(
+        stored(&s, "a"),
+        6,
+        "two writes and four reads (the usage one)"
+    );
+    assert_eq!(s.usage("a")["total_operations"], 6);
+
+    // Another agent's reads reach the database with the hundredth read kept.
+    s.write("b", "g", "x");
+    for _ in 0..98 {
+        s.ok("read_file", json!({ "agent_id": "b", "path": "g" }));
+    }
+    assert_eq!(stored(&s, "b"), 1, "98 reads of b and a's usage kept");
+    s.ok("read_file", json!({ "agent_id": "b", "path": "g" }));
+    assert_eq!((stored(&s, "a"), stored(&s, "b")), (7, 100), "all written");
+
+    s.ok("read_file", json!({ "agent_id": "b", "path": "g" }));
+    assert_eq!(stored(&s, "b"), 100);
+    s.restart();
+    assert_eq!(stored(&s, "b"), 101, "written when the store was let go");
     assert_sound(&s);
 }
 

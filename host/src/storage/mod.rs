@@ -10,6 +10,7 @@
 mod check;
 mod postgres;
 mod sqlite;
+mod uncounted;
 
 pub use check::{AgentStats, Counts, Verification};
 pub use postgres::{DatabaseUrl, NotAUrl, Postgres};

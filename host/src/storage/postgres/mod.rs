@@ -8,8 +8,9 @@
 //!   bounded by the connection's `lock_timeout` ([`BUSY_TIMEOUT`]), past which the call
 //!   answers "busy".
 //! - A read call runs in `REPEATABLE READ READ ONLY`: one snapshot for all its statements,
-//!   no locks. Its operation count, and any summary it cached, are stored after it in a
-//!   short write, so a read never holds a lock while a model thinks.
+//!   no locks. Its operation count is kept in memory, as SQLite's store keeps it
+//!   ([`super::uncounted`]); any summary it cached is stored after it in a short write, so a
+//!   read never holds a lock while a model thinks.
 //! - Usage counters live in `agents` and change in the same transaction as the rows they
 //!   count, as in SQLite; prefixes are compared with `starts_with`, never `LIKE`.
 //! - Connections come from a bounded pool ([`pool`]), and statements are prepared once per
@@ -38,6 +39,7 @@ mod url;
 pub use check::{stats, verify};
 pub use url::{DatabaseUrl, NotAUrl};
 
+use super::uncounted::Uncounted;
 use super::{Backend, Mode, StoreError, Txn, to_u64};
 use crate::rate::{Allowance, Rate};
 use conn::{Conn, col};
@@ -46,7 +48,7 @@ use pool::Pool;
 use scratchpad_guest::{FileMeta, LimitOverrides};
 use std::sync::Arc;
 use std::time::Duration;
-use txn::PgCall;
+use txn::{PgCall, write_counts_and_commit};
 
 /// How long a write waits for another call on the same agent before answering "busy".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,6 +63,8 @@ pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Postgres {
     /// Shared with each call's transaction, which takes its connections from it.
     pool: Arc<Pool>,
+    /// Read calls' counts kept in memory, shared with each call's transaction.
+    uncounted: Uncounted,
 }
 
 impl Postgres {
@@ -75,6 +79,7 @@ impl Postgres {
         }
         Ok(Self {
             pool: Arc::new(pool),
+            uncounted: Uncounted::default(),
         })
     }
 
@@ -106,7 +111,12 @@ impl Postgres {
 
 impl Backend for Postgres {
     fn begin(&self, mode: Mode, limits: LimitOverrides) -> Result<Box<dyn Txn>, StoreError> {
-        Ok(Box::new(PgCall::begin(&self.pool, mode, limits)?))
+        Ok(Box::new(PgCall::begin(
+            &self.pool,
+            &self.uncounted,
+            mode,
+            limits,
+        )?))
     }
 
     fn all_files(
@@ -145,5 +155,36 @@ impl Backend for Postgres {
 
     fn take_call(&self, agent: &str, rate: Rate) -> Option<Result<Allowance, StoreError>> {
         Some(self.take_from_bucket(agent, rate))
+    }
+}
+
+/// Read calls' counts kept in memory reach the database when the store is let go (the
+/// server stops): best effort, as for the reads themselves. On a thread of its own, as the
+/// driver's runtime cannot block inside the runtime that may be dropping the store.
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        if self.uncounted.is_empty() {
+            return;
+        }
+        let (pool, uncounted) = (&self.pool, &self.uncounted);
+        let written = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let mut conn = pool.take()?;
+                    conn.defer_begin(Mode::Write);
+                    let written = write_counts_and_commit(&mut conn, uncounted);
+                    pool.give_back(conn, written.is_ok());
+                    written
+                })
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(StoreError::Database(
+                        "the thread writing counts stopped".into(),
+                    ))
+                })
+        });
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "read counts kept in memory were not written");
+        }
     }
 }

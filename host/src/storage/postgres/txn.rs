@@ -9,6 +9,7 @@ mod statements;
 use super::conn::{Conn, begin_on, col};
 use super::pool::Pool;
 use super::search;
+use crate::storage::uncounted::Uncounted;
 use crate::storage::{Mode, PendingSummary, StoreError, Txn, implement_storage, to_i64, to_u64};
 use documents::Unindexed;
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
@@ -30,6 +31,7 @@ impl PgCall {
     /// each sent with the call's first statement.
     pub(super) fn begin(
         pool: &Arc<Pool>,
+        uncounted: &Uncounted,
         mode: Mode,
         limits: LimitOverrides,
     ) -> Result<Self, StoreError> {
@@ -46,6 +48,8 @@ impl PgCall {
             usage_ahead: None,
             current_ahead: None,
             counted: false,
+            carried: 0,
+            uncounted: uncounted.clone(),
             version_held: None,
             unindexed: None,
             to_store: Unindexed::default(),
@@ -95,6 +99,11 @@ struct PgTxn {
     /// update of the agent's row), so that the commit does not count it again: a second
     /// update of that row in the same transaction cost a write about 0.09 ms on loopback.
     counted: bool,
+    /// Read calls of the agent that this write call counts with its own operation, taken out
+    /// of [`PgTxn::uncounted`] until the call commits, and put back if it does not.
+    carried: u64,
+    /// Read calls' counts kept in memory, shared with every call of the store.
+    uncounted: Uncounted,
     /// The path of the last version this call stored, and the `keep_from` its statement
     /// carries: while that statement is still held back, pruning that path's versions
     /// goes into it (see [`PgTxn::prune_versions`]).
@@ -184,7 +193,7 @@ impl PgTxn {
             operations,
             changes: _,
         } = change;
-        let ops = operations + self.operation_here();
+        let ops = operations + self.operation_here(agent);
         self.conn_for(agent)?.defer(
             "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
              VALUES ($1, $2, $3, $4, $5)
@@ -202,11 +211,15 @@ impl PgTxn {
         )
     }
 
-    /// The call's operation, for a statement about to change its agent's counters: 1 the
-    /// first time, after which the commit does not count it again ([`PgTxn::counted`]); 0
-    /// after that.
-    fn operation_here(&mut self) -> i64 {
-        i64::from(!std::mem::replace(&mut self.counted, true))
+    /// The call's operation, for a statement about to change `agent`'s counters: the first
+    /// time 1 and the agent's reads kept in memory, after which the commit does not count it
+    /// again ([`PgTxn::counted`]); 0 after that.
+    fn operation_here(&mut self, agent: &str) -> i64 {
+        if std::mem::replace(&mut self.counted, true) {
+            return 0;
+        }
+        self.carried = self.uncounted.take(agent);
+        i64::try_from(self.carried).map_or(i64::MAX, |reads| reads.saturating_add(1))
     }
 
     /// Stores a summary if its version is still kept (one cached by a read call may have
@@ -253,8 +266,9 @@ impl PgTxn {
     }
 
     /// After a read that cached summaries: stores them and the search documents it made,
-    /// then counts it and commits (the summaries are durable as any write is).
-    fn count_after_read(&mut self, agent: &str) -> Result<(), StoreError> {
+    /// then writes the read counts kept and commits (the summaries are durable as any write
+    /// is).
+    fn store_after_summaries(&mut self, agent: &str) -> Result<(), StoreError> {
         let summaries = std::mem::take(&mut self.pending_summaries);
         let conn = self.conn_mut()?;
         // Under the agent's lock, as a write call's prune runs: a summary is stored only
@@ -265,7 +279,8 @@ impl PgTxn {
             Self::store_summary(conn, s)?;
         }
         self.store_after_read(agent)?;
-        count_and_commit(self.conn_mut()?, agent)
+        let uncounted = self.uncounted.clone();
+        write_counts_and_commit(self.conn_mut()?, &uncounted)
     }
 }
 
@@ -279,32 +294,43 @@ impl PgTxn {
                 self.bump(agent, Tally::default())?;
             }
             self.conn_for(agent)?.batch("COMMIT")?;
+            // The reads it carried are written.
+            self.carried = 0;
             self.release();
             return Ok(());
         }
-        // The read is done: end its snapshot. Counting it (and caching a summary, and storing
-        // the search documents it made) is bookkeeping that must not fail the answer.
-        if self.pending_summaries.is_empty() {
-            // The snapshot's end and the count in one round trip (two when a search made
+        // The read is done: its count is kept in memory ([`Uncounted`]). Ending its snapshot,
+        // and writing what it made on the way (the summaries it cached, the search documents
+        // it made, the counts kept once there are enough) is bookkeeping that must not fail
+        // the answer.
+        let summarised = !self.pending_summaries.is_empty();
+        if summarised {
+            self.conn_mut()?.batch("COMMIT")?;
+        }
+        let worth_writing = self.uncounted.add(agent);
+        self.keep_for_storing();
+        let ended = if summarised {
+            self.store_after_summaries(agent)
+        } else if !self.to_store.is_empty() || worth_writing {
+            // The snapshot's end and the writes in one round trip (two when a search made
             // documents). Neither waits for its flush to disk: a read changes nothing an
             // agent relies on, a crash of the database may lose the last moment's counts, as
-            // a crash of a SQLite server loses the reads it had not yet written, and the
-            // next search makes again the documents lost.
+            // a crash of the server loses those it kept, and the next search makes again the
+            // documents lost.
             self.conn_mut()?
                 .defer_batch("COMMIT; BEGIN; SET LOCAL synchronous_commit = off".into());
-            let counted = self
-                .store_after_read(agent)
-                .and_then(|()| count_and_commit(self.conn_mut()?, agent));
-            match counted {
-                Ok(()) => self.release(),
-                Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
-            }
-            return Ok(());
-        }
-        self.conn_mut()?.batch("COMMIT")?;
-        match self.count_after_read(agent) {
+            let uncounted = self.uncounted.clone();
+            self.store_after_read(agent)
+                .and_then(|()| write_counts_and_commit(self.conn_mut()?, &uncounted))
+        } else if let Some(conn) = &mut self.conn {
+            conn.batch("COMMIT")
+        } else {
+            // The snapshot ended while the call waited for a model.
+            Ok(())
+        };
+        match ended {
             Ok(()) => self.release(),
-            Err(e) => tracing::warn!(error = %e, "a read call was not counted"),
+            Err(e) => tracing::warn!(error = %e, "what a read call made was not stored"),
         }
         Ok(())
     }
@@ -319,6 +345,10 @@ impl PgTxn {
 
 impl Drop for PgTxn {
     fn drop(&mut self) {
+        // Not committed: the reads a write call took out to count are counted later.
+        if let Some(agent) = &self.agent {
+            self.uncounted.restore([(agent.clone(), self.carried)]);
+        }
         let Some(mut conn) = self.conn.take() else {
             return;
         };
@@ -341,14 +371,26 @@ fn begin_locked(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
     )
 }
 
-/// Counts one read call of `agent` and commits, in one round trip; a write call is counted
-/// through [`PgTxn::bump`].
-fn count_and_commit(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
-    conn.defer(
-        "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-         VALUES ($1, 0, 0, 0, 1)
-         ON CONFLICT (agent_id) DO UPDATE SET total_operations = agents.total_operations + 1",
-        vec![Box::new(agent.to_owned())],
-    )?;
-    conn.batch("COMMIT")
+/// Writes every read count kept in memory and commits, in one round trip; the counts go back
+/// if the commit does not happen. A write call counts its agent's through [`PgTxn::bump`].
+pub(super) fn write_counts_and_commit(
+    conn: &mut Conn,
+    uncounted: &Uncounted,
+) -> Result<(), StoreError> {
+    let owed = uncounted.take_all();
+    let written = owed
+        .iter()
+        .try_for_each(|(agent, reads)| {
+            conn.defer(
+                "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+                 VALUES ($1, 0, 0, 0, $2)
+                 ON CONFLICT (agent_id) DO UPDATE SET total_operations = agents.total_operations + $2",
+                vec![Box::new(agent.clone()), Box::new(to_i64(*reads)?)],
+            )
+        })
+        .and_then(|()| conn.batch("COMMIT"));
+    if written.is_err() {
+        uncounted.restore(owed);
+    }
+    written
 }

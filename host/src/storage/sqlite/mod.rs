@@ -13,8 +13,9 @@
 //!   them there ([`flush`]: `synchronous = NORMAL`, then one sync of the WAL for every call
 //!   that committed before it began; as durable as `FULL`, without the sync under the write
 //!   lock). A read call writes nothing for its operation count: the count is kept in memory
-//!   ([`COUNTS_KEPT`]) and folded into this process's next write, written by a read when a
-//!   hundred have gathered and the lock is free, or when the store is let go. Bookkeeping
+//!   ([`super::uncounted`], as on PostgreSQL) and folded into this process's next write,
+//!   written by a read when a hundred have gathered and the lock is free, or when the store
+//!   is let go. Bookkeeping
 //!   never fails a read, and reads never wait for a lock or an fsync.
 //! - Summaries cost money and take seconds, so a read call never holds the write lock while
 //!   the model thinks: `put-summary` in a read call is kept aside and stored in a short write
@@ -47,6 +48,7 @@ pub fn export(
     transfer::export(&mut conn, agent, out, progress)
 }
 
+use super::uncounted::Uncounted;
 use super::{Backend, Mode, PendingSummary, StoreError, Txn, implement_storage, to_u64};
 use convert::map_err;
 use flush::Flush;
@@ -63,7 +65,6 @@ use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
 use scratchpad_store::{NOW, control, index, logs, pages};
 use search::IndexFile;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -75,14 +76,6 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connections kept open for reuse. Calls beyond this still run; their connections close.
 const POOL_SIZE: usize = 8;
-
-/// Operations of read calls not yet written to `agents`, per agent.
-type Uncounted = Arc<Mutex<HashMap<String, u64>>>;
-
-/// Read calls' counts kept in memory before a read writes them (when the write lock is
-/// free): a read costs no write of its own, and a process that only reads still brings its
-/// counts to the file every so often. Writes, and closing the store, write them too.
-const COUNTS_KEPT: u64 = 100;
 
 /// A SQLite store.
 pub struct Sqlite {
@@ -128,7 +121,7 @@ impl Sqlite {
             index: Arc::new(IndexFile::of(path)),
             flush: Arc::new(Flush::of(path)),
             queue: Arc::default(),
-            uncounted: Arc::default(),
+            uncounted: Uncounted::default(),
             _lock: StoreLock::shared(path),
         };
         let conn = store.connect().map_err(|e| open_error(e.to_string()))?;
@@ -200,7 +193,7 @@ impl Sqlite {
             index: Arc::clone(&self.index),
             flush: Arc::clone(&self.flush),
             queue: Arc::clone(&self.queue),
-            uncounted: Arc::clone(&self.uncounted),
+            uncounted: self.uncounted.clone(),
         })
     }
 
@@ -248,7 +241,7 @@ fn check_writable(path: &Path) -> Result<(), StoreError> {
 /// stops): best effort, as for the reads themselves.
 impl Drop for Sqlite {
     fn drop(&mut self) {
-        if locked(&self.uncounted).is_empty() {
+        if self.uncounted.is_empty() {
             return;
         }
         let written = self
@@ -504,7 +497,7 @@ impl SqliteTxn {
 
     fn usage(&self, agent: &str) -> Result<Usage, StoreError> {
         let mut usage = rows::usage(self.conn(), agent)?;
-        usage.total_operations += locked(&self.uncounted).get(agent).copied().unwrap_or(0);
+        usage.total_operations += self.uncounted.of(agent);
         Ok(usage)
     }
 
@@ -626,23 +619,17 @@ impl SqliteTxn {
     /// Ends a read, or a write call that changed nothing: its snapshot, then its bookkeeping,
     /// which must not fail the answer. Its count joins those kept in memory; they, and any
     /// summaries it cached, are written now when worth it: summaries always (worth a wait),
-    /// counts alone once [`COUNTS_KEPT`] have gathered and the lock is free. Whatever is not
+    /// counts alone once [`COUNTS_KEPT`](super::uncounted::COUNTS_KEPT) have gathered and the lock is free. Whatever is not
     /// written stays kept for the next write.
     fn end_read(&self, agent: &str) -> Result<(), StoreError> {
         control(self.conn(), "COMMIT").map_err(map_err)?;
         let summaries = self.pending_summaries.take();
-        let kept = {
-            let mut uncounted = locked(&self.uncounted);
-            *uncounted.entry(agent.to_owned()).or_default() += 1;
-            uncounted.values().sum::<u64>()
-        };
+        let worth_writing = self.uncounted.add(agent);
         let written = if !summaries.is_empty() {
             self.queue
                 .wait()
                 .and_then(|_turn| self.write_after_read(&summaries))
-        } else if kept >= COUNTS_KEPT
-            && let Some(_turn) = self.queue.now()
-        {
+        } else if worth_writing && let Some(_turn) = self.queue.now() {
             self.write_after_read(&[])
         } else {
             return Ok(());
@@ -682,29 +669,19 @@ impl SqliteTxn {
         result
     }
 
-    /// Counts one operation for `agent` (if any), and every count kept back, then commits.
+    /// Counts one operation for `agent` (if any), and every count kept back, then commits;
+    /// the counts kept go back if the commit does not happen.
     fn count_and_commit(&self, agent: Option<&str>) -> Result<(), StoreError> {
-        let owed: Vec<(String, u64)> = locked(&self.uncounted)
+        let owed = self.uncounted.take_all();
+        let written = owed
             .iter()
-            .map(|(a, n)| (a.clone(), *n))
-            .collect();
-        for (owed_agent, n) in &owed {
-            self.count_operations(owed_agent, super::to_i64(*n)?)?;
+            .try_for_each(|(owed_agent, n)| self.count_operations(owed_agent, super::to_i64(*n)?))
+            .and_then(|()| agent.map_or(Ok(()), |agent| self.count_operations(agent, 1)))
+            .and_then(|()| control(self.conn(), "COMMIT").map_err(map_err));
+        if written.is_err() {
+            self.uncounted.restore(owed);
         }
-        if let Some(agent) = agent {
-            self.count_operations(agent, 1)?;
-        }
-        control(self.conn(), "COMMIT").map_err(map_err)?;
-        let mut uncounted = locked(&self.uncounted);
-        for (owed_agent, n) in owed {
-            if let Some(left) = uncounted.get_mut(&owed_agent) {
-                *left -= n.min(*left);
-                if *left == 0 {
-                    uncounted.remove(&owed_agent);
-                }
-            }
-        }
-        Ok(())
+        written
     }
 }
 

@@ -87,7 +87,7 @@ pub(super) struct Unindexed {
 }
 
 impl Unindexed {
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.paths.is_empty()
     }
 

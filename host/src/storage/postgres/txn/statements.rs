@@ -144,7 +144,7 @@ impl PgTxn {
             Box::new(bytes),
             Box::new(content.as_bytes().to_vec()),
             Box::new(content_hash(content)),
-            Box::new(self.operation_here()),
+            Box::new(self.operation_here(agent)),
             Box::new(0_i64),
         ];
         self.conn_for(agent)?.defer(PUT_VERSION, params)?;
@@ -335,11 +335,13 @@ impl PgTxn {
     }
 
     pub(super) fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
-        if let Some(usage) = self.usage_ahead.take() {
-            return Ok(usage);
-        }
-        let row = self.conn_for(agent)?.query_opt(USAGE, &[&agent])?;
-        usage_of(row.as_ref())
+        let mut usage = match self.usage_ahead.take() {
+            Some(usage) => usage,
+            None => usage_of(self.conn_for(agent)?.query_opt(USAGE, &[&agent])?.as_ref())?,
+        };
+        // The agent's reads not yet written ([`crate::storage::uncounted`]).
+        usage.total_operations += self.uncounted.of(agent);
+        Ok(usage)
     }
 
     pub(super) fn cached_summary(
