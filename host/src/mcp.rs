@@ -14,7 +14,7 @@ use crate::in_flight::Ticket;
 use crate::keys::{Access, Identity};
 use crate::message::MaxMessage;
 use crate::resources::{self, ResourceError};
-use crate::service::{CallError, Service};
+use crate::service::{Answer, CallError, Service};
 use crate::service::{ToolName, agent_of};
 use crate::stdio::{self, Stdio};
 use rmcp::model::{
@@ -198,6 +198,10 @@ async fn admit(
     })?;
     Ok(ticket)
 }
+
+/// What a tool call's work hands its outcome to: the answer, or the gate's refusal with the
+/// key's name.
+type Deliver = Box<dyn FnOnce(Result<Result<Answer, CallError>, (String, Refusal)>) + Send>;
 
 /// A tool result with `isError: true`: what the caller can read and fix, or retry.
 fn failed(why: impl std::fmt::Display) -> CallToolResponse {
@@ -403,22 +407,30 @@ impl ServerHandler for McpServer {
         };
         // The gate may ask the database (a shared rate bucket), so it runs where the call does.
         // The ticket goes with the work: it counts until the work ends, even if the caller has
-        // gone away meanwhile.
-        let work = move || {
+        // gone away meanwhile. The answer is handed over as soon as it is known: what the
+        // store leaves for after it (a read's end on PostgreSQL) runs while it is sent.
+        let work = move |deliver: Deliver| {
             let _ticket = ticket;
-            if let Some(caller) = &caller {
-                gate.check(caller, agent_of(&args), access, &service)
-                    .map_err(|refusal| (caller.name.clone(), refusal))?;
+            if let Some(caller) = &caller
+                && let Err(refusal) = gate.check(caller, agent_of(&args), access, &service)
+            {
+                return deliver(Err((caller.name.clone(), refusal)));
             }
-            Ok(service.answer(label, args))
+            service.answer_then(label, args, |answer| deliver(Ok(answer)));
         };
-        let outcome = if self.reads_in_place && access == Access::Read {
-            work()
+        let (handed, answered) = tokio::sync::oneshot::channel();
+        let deliver: Deliver = Box::new(move |outcome| {
+            // A receiver gone is a caller gone: the work still ends as it would.
+            let _ = handed.send(outcome);
+        });
+        if self.reads_in_place && access == Access::Read {
+            work(deliver);
         } else {
-            tokio::task::spawn_blocking(work)
-                .await
-                .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?
-        };
+            tokio::task::spawn_blocking(move || work(deliver));
+        }
+        let outcome = answered
+            .await
+            .map_err(|_| McpError::internal_error("the tool call was abandoned", None))?;
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err((key, refusal)) => {

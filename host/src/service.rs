@@ -9,7 +9,7 @@ use crate::guard::answers;
 use crate::rate::{Allowance, Rate};
 use crate::sandbox::{Sandbox, SandboxError};
 use crate::sequence::{mode_of, run_in};
-use crate::storage::{Backend, Mode, StoreError, Txn};
+use crate::storage::{Backend, Later, Mode, StoreError, Txn};
 use crate::summariser::SummaryModel;
 use crate::writers::Writers;
 /// The tools, as the guest crate defines them (linked natively).
@@ -164,25 +164,46 @@ impl Service {
     /// [`Service::call`], with the answer's JSON text too: what an MCP server sends as the
     /// text content beside the structured content.
     pub fn answer(&self, name: &str, args: Map<String, Value>) -> Result<Answer, CallError> {
-        let tool = ToolName::parse(name).ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
+        self.answer_then(name, args, |outcome| outcome)
+    }
+
+    /// [`Service::answer`], handed to `deliver` as soon as it is known: what the call's
+    /// store leaves for after its answer ([`Txn::commit_answering`], a read's end over the
+    /// network) runs after `deliver` returns, and before this does.
+    pub fn answer_then<R>(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        deliver: impl FnOnce(Result<Answer, CallError>) -> R,
+    ) -> R {
+        let Some(tool) = ToolName::parse(name) else {
+            return deliver(Err(CallError::UnknownTool(name.to_owned())));
+        };
         let started = Instant::now();
         // One span a call: tool, agent, outcome, duration; never content or keys.
         let span = tracing::info_span!("tool_call", tool = tool.as_str(), agent = agent_of(&args));
         let _entered = span.enter();
-        let result = self.run(tool, &args);
+        let (result, later) = match self.run(tool, &args) {
+            Ok((answer, later)) => (Ok(answer), later),
+            Err(e) => (Err(e), None),
+        };
         tracing::info!(
             outcome = if result.is_ok() { "ok" } else { "error" },
             micros = started.elapsed().as_micros() as u64,
             "tool call"
         );
-        result
+        let delivered = deliver(result);
+        if let Some(end) = later {
+            end();
+        }
+        delivered
     }
 
     /// Runs one call: a write call waits for its agent's turn in this process (see
     /// [`Writers`]), and runs again, [`ATTEMPTS`] times at most, while its store finds that
     /// another process changed the agent's data under it ([`Txn::conflicted`]); the last
     /// run holds the write lock from its start.
-    fn run(&self, tool: ToolName, args: &Map<String, Value>) -> Result<Answer, CallError> {
+    fn run(&self, tool: ToolName, args: &Map<String, Value>) -> Result<Answered, CallError> {
         let mode = mode_of(tool);
         let agent = agent_of(args);
         let _turn = (mode == Mode::Write).then(|| self.writers.turn(agent));
@@ -208,7 +229,7 @@ impl Service {
         args: &Map<String, Value>,
         arguments: &str,
         begin: impl FnOnce() -> Result<Box<dyn Txn>, StoreError>,
-    ) -> Option<Result<Answer, CallError>> {
+    ) -> Option<Result<Answered, CallError>> {
         let agent = agent_of(args);
         let txn = match begin() {
             Ok(txn) => txn,
@@ -224,14 +245,18 @@ impl Service {
             }
             let text = answer.map_err(CallError::from)?;
             answers::check(tool, args, &text).map_err(CallError::Guest)?;
-            ran.txn
-                .commit(agent)
+            let later = ran
+                .txn
+                .commit_answering(agent)
                 .map_err(|e| CallError::Storage(e.into()))?;
-            Ok(Answer { text })
+            Ok((Answer { text }, later))
         };
         Some(finish())
     }
 }
+
+/// A call's answer, and what its store leaves for after it.
+type Answered = (Answer, Option<Later>);
 
 /// How often a write call runs at most when other processes keep changing its agent's data
 /// under it: the last run waits for the write lock before it reads.

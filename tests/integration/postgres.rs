@@ -921,6 +921,44 @@ fn reads_are_counted_in_memory_until_a_write_carries_them() {
     assert_sound(&s);
 }
 
+/// A read call's answer is handed over while its snapshot is still open: ending it changes
+/// no answer, and costs a round trip. A write call's answer only once it committed.
+#[test]
+fn a_read_answers_before_its_snapshot_ends_and_a_write_after_its_commit() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "x");
+    let mut db = s.pg();
+    let mut open_transactions = move || -> i64 {
+        db.query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = 'scratchpad-mcp'
+               AND state = 'idle in transaction'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let args = |v: Value| match v {
+        Value::Object(map) => map,
+        _ => unreachable!("arguments are an object"),
+    };
+    let read = json!({ "agent_id": "a", "path": "f" });
+    let at_answer = s.service().answer_then("read_file", args(read), |answer| {
+        assert!(answer.is_ok(), "{answer:?}");
+        open_transactions()
+    });
+    assert_eq!(at_answer, 1, "the read's snapshot, open when it answered");
+    assert_eq!(open_transactions(), 0, "and ended before the call returned");
+    let write = json!({ "agent_id": "a", "path": "f", "content": "y" });
+    let at_answer = s
+        .service()
+        .answer_then("write_file", args(write), |answer| {
+            assert!(answer.is_ok(), "{answer:?}");
+            open_transactions()
+        });
+    assert_eq!(at_answer, 0, "a write answers once committed");
+}
+
 #[test]
 fn a_burst_of_callers_shares_a_bounded_set_of_connections() {
     let Some(s) = scratch() else { return };

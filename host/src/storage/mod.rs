@@ -162,6 +162,9 @@ pub trait Backend: Send + Sync {
     }
 }
 
+/// The end of a call that may wait until its answer is out ([`Txn::commit_answering`]).
+pub type Later = Box<dyn FnOnce() + Send>;
+
 /// One tool call's transaction: the storage contract, and a commit. Dropping it without
 /// [`Txn::commit`] rolls it back.
 pub trait Txn: Storage + Send {
@@ -170,6 +173,13 @@ pub trait Txn: Storage + Send {
 
     /// Makes the call's changes durable and counts one operation for `agent`.
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError>;
+
+    /// [`Txn::commit`] less what may wait until the call has answered: what no answer depends
+    /// on and whose failure changes nothing a caller sees (a read call's snapshot ended over
+    /// the network), handed back to run then. By default nothing waits.
+    fn commit_answering(self: Box<Self>, agent: &str) -> Result<Option<Later>, StoreError> {
+        self.commit(agent).map(|()| None)
+    }
 
     /// The call is about to wait on something outside the store (a model's summary): a
     /// backend that lends a read call a pooled connection may take it back meanwhile, and

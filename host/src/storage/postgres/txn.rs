@@ -10,7 +10,9 @@ use super::conn::{Conn, begin_on, col};
 use super::pool::Pool;
 use super::search;
 use crate::storage::uncounted::Uncounted;
-use crate::storage::{Mode, PendingSummary, StoreError, Txn, implement_storage, to_i64, to_u64};
+use crate::storage::{
+    Later, Mode, PendingSummary, StoreError, Txn, implement_storage, to_i64, to_u64,
+};
 use documents::Unindexed;
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, Retention, SearchMatch,
@@ -66,6 +68,12 @@ impl Txn for PgCall {
     }
 
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError> {
+        let later = self.0.into_inner().commit(agent)?;
+        later.into_iter().for_each(|end| end());
+        Ok(())
+    }
+
+    fn commit_answering(self: Box<Self>, agent: &str) -> Result<Option<Later>, StoreError> {
         self.0.into_inner().commit(agent)
     }
 
@@ -285,7 +293,11 @@ impl PgTxn {
 }
 
 impl PgTxn {
-    fn commit(mut self, agent: &str) -> Result<(), StoreError> {
+    /// Commits a write call. A read call is counted (in memory, [`Uncounted`]), and the
+    /// summaries it cached are stored at once: a caller asking again must find them. The rest
+    /// of a read's end changes no answer, so it is handed back to run once the answer is out
+    /// ([`PgTxn::end_read`]): one round trip less before a read answers.
+    fn commit(mut self, agent: &str) -> Result<Option<Later>, StoreError> {
         if self.mode == Mode::Write {
             // A call that changed none of its agent's counters is counted here, through the
             // same `bump` as every other change; the commit goes in the same round trip, with
@@ -297,42 +309,56 @@ impl PgTxn {
             // The reads it carried are written.
             self.carried = 0;
             self.release();
-            return Ok(());
+            return Ok(None);
         }
-        // The read is done: its count is kept in memory ([`Uncounted`]). Ending its snapshot,
-        // and writing what it made on the way (the summaries it cached, the search documents
-        // it made, the counts kept once there are enough) is bookkeeping that must not fail
-        // the answer.
-        let summarised = !self.pending_summaries.is_empty();
-        if summarised {
+        if !self.pending_summaries.is_empty() {
             self.conn_mut()?.batch("COMMIT")?;
+            self.uncounted.add(agent);
+            let stored = self.store_after_summaries(agent);
+            self.ended(stored);
+            return Ok(None);
         }
         let worth_writing = self.uncounted.add(agent);
+        let agent = agent.to_owned();
+        Ok(Some(Box::new(move || self.end_read(&agent, worth_writing))))
+    }
+
+    /// Ends a read call that cached no summary: its snapshot, and what it made on the way
+    /// (the search documents its searches made, the counts kept once `worth_writing`), which
+    /// is bookkeeping that must not fail the answer.
+    fn end_read(mut self, agent: &str, worth_writing: bool) {
         self.keep_for_storing();
-        let ended = if summarised {
-            self.store_after_summaries(agent)
-        } else if !self.to_store.is_empty() || worth_writing {
-            // The snapshot's end and the writes in one round trip (two when a search made
-            // documents). Neither waits for its flush to disk: a read changes nothing an
-            // agent relies on, a crash of the database may lose the last moment's counts, as
-            // a crash of the server loses those it kept, and the next search makes again the
-            // documents lost.
-            self.conn_mut()?
-                .defer_batch("COMMIT; BEGIN; SET LOCAL synchronous_commit = off".into());
-            let uncounted = self.uncounted.clone();
-            self.store_after_read(agent)
-                .and_then(|()| write_counts_and_commit(self.conn_mut()?, &uncounted))
+        let ended = if !self.to_store.is_empty() || worth_writing {
+            self.end_and_store(agent)
         } else if let Some(conn) = &mut self.conn {
             conn.batch("COMMIT")
         } else {
             // The snapshot ended while the call waited for a model.
             Ok(())
         };
+        self.ended(ended);
+    }
+
+    /// Ends a read call's snapshot, then stores the search documents it made and the counts
+    /// kept, in one round trip (two when a search made documents). Neither waits for its
+    /// flush to disk: a read changes nothing an agent relies on, a crash of the database may
+    /// lose the last moment's counts, as a crash of the server loses those it kept, and the
+    /// next search makes again the documents lost.
+    fn end_and_store(&mut self, agent: &str) -> Result<(), StoreError> {
+        self.conn_mut()?
+            .defer_batch("COMMIT; BEGIN; SET LOCAL synchronous_commit = off".into());
+        self.store_after_read(agent)?;
+        let uncounted = self.uncounted.clone();
+        write_counts_and_commit(self.conn_mut()?, &uncounted)
+    }
+
+    /// After a read call's end: its connection back to the pool, or, if the end failed,
+    /// a warning (dropping the transaction rolls back what is left).
+    fn ended(&mut self, ended: Result<(), StoreError>) {
         match ended {
             Ok(()) => self.release(),
             Err(e) => tracing::warn!(error = %e, "what a read call made was not stored"),
         }
-        Ok(())
     }
 
     /// Returns the connection, its transaction ended, to the pool.
