@@ -3,7 +3,7 @@
 Everything a package says that the project already knows is taken from where it is known,
 not copied: the version from the workspace's Cargo.toml, the tool list from the binary's own
 `tools/list`, the platforms from npm/scratchpad-mcp/platforms.json, the bundle's hash from the
-bundle.
+bundle, the LICENSE every package carries from the repository's.
 
     python3 stage.py npm BINARY PLATFORM OUT      the launcher package and PLATFORM's, in OUT
     python3 stage.py mcpb BINARY OUT              the bundle's folder (manifest and binary)
@@ -22,6 +22,8 @@ import tomllib
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
+# The license every package carries beside what it ships.
+LICENSE = ROOT / "LICENSE"
 RELEASES = "https://github.com/scratchpad-mcp/scratchpad-mcp/releases/download"
 
 
@@ -100,6 +102,8 @@ def stage_npm(binary, platform, out):
     })
     readme = (HERE / "npm" / "platform" / "README.md").read_text().replace("PLATFORM", platform)
     (out / platform / "README.md").write_text(readme)
+    for package in ["scratchpad-mcp", platform]:
+        shutil.copyfile(LICENSE, out / package / "LICENSE")
     executable(binary, out / platform / "bin" / spec["binary"])
 
 
@@ -109,6 +113,7 @@ def stage_mcpb(binary, out):
     manifest = with_version(read_json(HERE / "mcpb" / "manifest.json"))
     manifest["tools"] = tools(binary)
     write_json(out / "manifest.json", manifest)
+    shutil.copyfile(LICENSE, out / "LICENSE")
     executable(binary, out / "server" / "scratchpad-mcp")
 
 

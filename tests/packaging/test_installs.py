@@ -17,6 +17,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import tomllib
 import zipfile
 
@@ -84,6 +85,31 @@ def test_cargo_install_from_the_source_tree(tmp_path):
     session(binary, ["--db", tmp_path / "store.db"], clean_env(tmp_path))
 
 
+def test_every_package_carries_the_license():
+    """Apache-2.0 asks that a copy of the license go with the work: each artifact holds the
+    repository's LICENSE, byte for byte."""
+    license_text = (ROOT / "LICENSE").read_bytes()
+    assert license_text.lstrip().startswith(b"Apache License") and b"Version 2.0" in license_text
+    zipped = {
+        f"scratchpad_mcp-{VERSION}-*.whl": f"scratchpad_mcp-{VERSION}.dist-info/licenses/LICENSE",
+        "scratchpad_tools-*-py3-none-any.whl": None,
+        f"scratchpad-mcp-{VERSION}.mcpb": "LICENSE",
+    }
+    for pattern, member in zipped.items():
+        path = artifact(pattern)
+        with zipfile.ZipFile(path) as z:
+            if member is None:
+                names = [n for n in z.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+                assert len(names) == 1, (path.name, z.namelist())
+                member = names[0]
+            assert z.read(member) == license_text, path.name
+    for pattern in [f"scratchpad-mcp-{VERSION}.tgz", f"scratchpad-mcp-linux-x64-{VERSION}.tgz",
+                    "scratchpad-tools-*.tgz"]:
+        path = artifact(pattern)
+        with tarfile.open(path) as tar:
+            assert tar.extractfile("package/LICENSE").read() == license_text, path.name
+
+
 def test_crate_metadata_is_complete():
     """What `cargo package` and crates.io want of a crate, on the one users install."""
     metadata = json.loads(run("cargo", "metadata", "--no-deps", "--format-version", "1", cwd=ROOT))
@@ -92,6 +118,9 @@ def test_crate_metadata_is_complete():
         assert host[field], field
     assert 1 <= len(host["keywords"]) <= 5 and host["categories"], host
     assert pathlib.Path(host["manifest_path"]).parent.joinpath(host["readme"]).is_file()
+    # `cargo package` takes what is in the crate's folder: the license is linked there.
+    license_text = pathlib.Path(host["manifest_path"]).parent.joinpath("LICENSE").read_bytes()
+    assert license_text == (ROOT / "LICENSE").read_bytes()
 
 
 def test_the_wheel_in_a_fresh_venv(tmp_path):
