@@ -267,3 +267,8 @@ def test_stdio_on_postgresql_reads_writes_and_searches(tmp_path, database):
     assert server.ok("append_log", agent_id="a", path="work", entry="read the plan")["entry_id"] == 1
     assert server.ok("get_usage_stats", agent_id="a")["file_count"] == 1
     server.close()  # exits 0, without a panic
+    # Its read calls were counted in memory and written as it stopped: the next session
+    # counts all seven calls.
+    again = RawServer(None, tmp_path / "stderr.log", store=["--database", database])
+    assert again.ok("get_usage_stats", agent_id="a")["total_operations"] == 7
+    again.close()
