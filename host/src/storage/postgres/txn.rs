@@ -203,12 +203,7 @@ impl PgTxn {
         } = change;
         let ops = operations + self.operation_here(agent);
         self.conn_for(agent)?.defer(
-            "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (agent_id) DO UPDATE SET
-               total_bytes = agents.total_bytes + $2, file_count = agents.file_count + $3,
-               log_entry_count = agents.log_entry_count + $4,
-               total_operations = agents.total_operations + $5",
+            COUNT,
             vec![
                 Box::new(agent.to_owned()),
                 Box::new(bytes),
@@ -372,7 +367,9 @@ impl PgTxn {
 impl Drop for PgTxn {
     fn drop(&mut self) {
         // Not committed: the reads a write call took out to count are counted later.
-        if let Some(agent) = &self.agent {
+        if self.carried > 0
+            && let Some(agent) = &self.agent
+        {
             self.uncounted.restore([(agent.clone(), self.carried)]);
         }
         let Some(mut conn) = self.conn.take() else {
@@ -385,6 +382,17 @@ impl Drop for PgTxn {
         self.pool.give_back(conn, rolled_back);
     }
 }
+
+/// Adds to agent `$1`'s counters (bytes `$2`, files `$3`, log entries `$4`, operations `$5`),
+/// creating its row on first use: every change to them but a version's, which
+/// `PUT_VERSION` makes in its own statement.
+const COUNT: &str =
+    "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
+     VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (agent_id) DO UPDATE SET
+       total_bytes = agents.total_bytes + $2, file_count = agents.file_count + $3,
+       log_entry_count = agents.log_entry_count + $4,
+       total_operations = agents.total_operations + $5";
 
 /// Holds back the `BEGIN` of a transaction that changes `agent`'s rows and the statement that
 /// takes the agent's lock until its end: every write call's, and a read call's that stores a
@@ -407,11 +415,16 @@ pub(super) fn write_counts_and_commit(
     let written = owed
         .iter()
         .try_for_each(|(agent, reads)| {
+            let nothing = || Box::new(0_i64);
             conn.defer(
-                "INSERT INTO agents (agent_id, total_bytes, file_count, log_entry_count, total_operations)
-                 VALUES ($1, 0, 0, 0, $2)
-                 ON CONFLICT (agent_id) DO UPDATE SET total_operations = agents.total_operations + $2",
-                vec![Box::new(agent.clone()), Box::new(to_i64(*reads)?)],
+                COUNT,
+                vec![
+                    Box::new(agent.clone()),
+                    nothing(),
+                    nothing(),
+                    nothing(),
+                    Box::new(to_i64(*reads)?),
+                ],
             )
         })
         .and_then(|()| conn.batch("COMMIT"));

@@ -15,8 +15,7 @@
 //!   lock). A read call writes nothing for its operation count: the count is kept in memory
 //!   ([`super::uncounted`], as on PostgreSQL) and folded into this process's next write,
 //!   written by a read when a hundred have gathered and the lock is free, or when the store
-//!   is let go. Bookkeeping
-//!   never fails a read, and reads never wait for a lock or an fsync.
+//!   is let go. Bookkeeping never fails a read, and reads never wait for a lock or an fsync.
 //! - Summaries cost money and take seconds, so a read call never holds the write lock while
 //!   the model thinks: `put-summary` in a read call is kept aside and stored in a short write
 //!   transaction after the read, only if that version still exists.
@@ -619,8 +618,8 @@ impl SqliteTxn {
     /// Ends a read, or a write call that changed nothing: its snapshot, then its bookkeeping,
     /// which must not fail the answer. Its count joins those kept in memory; they, and any
     /// summaries it cached, are written now when worth it: summaries always (worth a wait),
-    /// counts alone once [`COUNTS_KEPT`](super::uncounted::COUNTS_KEPT) have gathered and the lock is free. Whatever is not
-    /// written stays kept for the next write.
+    /// counts alone once [`COUNTS_KEPT`](super::uncounted::COUNTS_KEPT) have gathered and the
+    /// lock is free. Whatever is not written stays kept for the next write.
     fn end_read(&self, agent: &str) -> Result<(), StoreError> {
         control(self.conn(), "COMMIT").map_err(map_err)?;
         let summaries = self.pending_summaries.take();
