@@ -57,8 +57,13 @@ impl Uncounted {
     }
 
     /// Takes every count out, to be written; [`Uncounted::restore`] puts back what was not.
+    /// In the agents' order: two processes on one PostgreSQL database writing theirs at once
+    /// then lock the agents' rows in one order, and cannot deadlock (the database would end
+    /// one after a second's wait).
     pub(super) fn take_all(&self) -> Vec<(String, u64)> {
-        self.map().drain().collect()
+        let mut all: Vec<_> = self.map().drain().collect();
+        all.sort_unstable();
+        all
     }
 
     /// Puts counts taken out back, when what was to write them failed.
@@ -90,8 +95,7 @@ mod tests {
         assert_eq!(kept.of("a"), 0);
         kept.restore([("a".to_owned(), 3)]);
         assert_eq!(kept.of("a"), 3);
-        let mut all = kept.take_all();
-        all.sort();
+        let all = kept.take_all();
         assert_eq!(all, [("a".to_owned(), 3), ("b".to_owned(), 1)]);
         assert!(kept.is_empty());
         kept.restore(all);
@@ -105,5 +109,18 @@ mod tests {
             assert!(!kept.add(if i % 2 == 0 { "a" } else { "b" }), "read {i}");
         }
         assert!(kept.add("c"));
+    }
+
+    #[test]
+    fn counts_come_out_in_the_agents_order() {
+        let kept = Uncounted::default();
+        let agents: Vec<String> = (0..64).rev().map(|i| format!("agent-{i:02}")).collect();
+        for agent in &agents {
+            kept.add(agent);
+        }
+        let taken: Vec<String> = kept.take_all().into_iter().map(|(a, _)| a).collect();
+        let mut sorted = agents;
+        sorted.sort();
+        assert_eq!(taken, sorted);
     }
 }
