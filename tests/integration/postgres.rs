@@ -12,7 +12,7 @@ use scratchpad_guest::names::{AgentId, FilePath};
 use scratchpad_mcp::bindings::{LimitOverrides, NO_OVERRIDES};
 use scratchpad_mcp::gate::{Gate, Refusal};
 use scratchpad_mcp::keys::{Access, Credential, Identity, Scope};
-use scratchpad_mcp::rate::RateLimiter;
+use scratchpad_mcp::rate::{Rate, RateLimiter};
 use scratchpad_mcp::sandbox::GUEST_COMPONENT;
 use scratchpad_mcp::storage::{Backend, Mode, Postgres, pg_admin};
 use scratchpad_mcp::summariser::AnthropicConfig;
@@ -670,6 +670,75 @@ fn a_caller_never_reads_the_drivers_words() {
             assert!(!e.contains(driver), "{e}");
         }
     }
+}
+
+/// A database that ended every connection (a restart, a failover, an operator's
+/// `pg_terminate_backend`) costs no call: the first statement on a pooled connection finds it
+/// gone, the pool closes every connection made before, and the call runs again on a new one.
+#[test]
+fn a_database_that_ended_its_connections_costs_no_call() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "before");
+    // Several connections in the pool, each of which the database is about to end: a call
+    // that found one gone and took the next would fail again.
+    std::thread::scope(|scope| {
+        for t in 0..6 {
+            let s = &s;
+            scope.spawn(move || s.write(&format!("agent{t}"), "g", "x"));
+        }
+    });
+    let mut db = s.pg();
+    let mut end_all = || {
+        let ended: i64 = db
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = 'scratchpad-mcp'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        // Gone, not just told to go.
+        while db
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name = 'scratchpad-mcp'",
+                &[],
+            )
+            .unwrap()
+            .get::<_, i64>(0)
+            > 0
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        ended
+    };
+    let ended = end_all();
+    assert!(ended >= 2, "{ended} pooled connections ended");
+    // Each kind of work on a connection, each the first after an end.
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(read["content"], "before");
+    end_all();
+    assert_eq!(s.write("a", "f", "after")["version"], 2);
+    end_all();
+    let rate = Rate {
+        per_second: 100.0,
+        burst: 100.0,
+    };
+    let taken = s
+        .service()
+        .take_call("a", rate)
+        .expect("kept in the database");
+    assert!(matches!(taken, Ok(Ok(()))), "{taken:?}");
+    end_all();
+    let listed = s.service().all_files(None, None, 100).expect("listed");
+    assert_eq!(listed.len(), 7);
+    end_all();
+    let read = s.ok(
+        "read_file",
+        json!({ "agent_id": "a", "path": "f", "since_version": 1 }),
+    );
+    assert_eq!(read["current_version"], 2, "{read}");
+    assert_sound(&s);
 }
 
 #[test]

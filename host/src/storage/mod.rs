@@ -84,6 +84,11 @@ pub enum StoreError {
     /// take the write lock: nothing was written, and the call runs again.
     #[error("another process changed this agent's data during the call")]
     Stale,
+    /// The connection to the database server was lost: the server restarted or ended it, or
+    /// the network dropped it. The server rolled back what the call had not committed; a
+    /// call that lost it before its commit runs again on a new connection.
+    #[error("the connection to PostgreSQL was lost; retry")]
+    Lost,
     /// The database file is damaged: SQLite cannot read it as a database.
     #[error("the store's file is damaged: SQLite cannot read it as a database")]
     Damaged,
@@ -125,6 +130,7 @@ impl From<StoreError> for StorageError {
                     "the database cannot be reached (the server's log says why)".into(),
                 )
             }
+            e @ StoreError::Lost => StorageError::Other(e.to_string()),
             StoreError::Database(m) => StorageError::Other(m),
         }
     }
@@ -188,10 +194,10 @@ pub trait Txn: Storage + Send {
         Ok(())
     }
 
-    /// Whether the call must run again from the start: it read data that another process
-    /// changed before the call could take the write lock, so it wrote nothing and stopped
-    /// (its guest saw "busy"). Backends that lock before a write call's first read never
-    /// ask. By default, never.
+    /// Whether the call must run again from the start, having written nothing: it read data
+    /// that another process changed before the call could take the write lock (its guest saw
+    /// "busy"), or the store lost its connection to a database server, which rolled the call
+    /// back. By default, never.
     fn conflicted(&self) -> bool {
         false
     }

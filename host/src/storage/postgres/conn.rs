@@ -60,6 +60,8 @@ impl Deferred {
 
 /// One connection, the statements prepared on it, and those held back.
 pub(super) struct Conn {
+    /// Whether a statement found the connection lost ([`StoreError::Lost`]).
+    lost: bool,
     /// Drives the connection while a statement waits for its answer.
     runtime: Runtime,
     /// The driver's connection.
@@ -74,6 +76,7 @@ impl Conn {
     /// A fresh connection on `runtime`, which drives it; nothing prepared on it yet.
     pub(super) fn new(runtime: Runtime, client: Client) -> Self {
         Self {
+            lost: false,
             runtime,
             client,
             prepared: HashMap::new(),
@@ -86,14 +89,25 @@ impl Conn {
         self.client.is_closed()
     }
 
+    /// Whether a statement found the connection lost: what the call had not committed was
+    /// rolled back by the server, and the connections made before it are likely gone too.
+    pub(super) fn lost(&self) -> bool {
+        self.lost
+    }
+
+    /// The driver's error as the store's, noted in `lost` if it says the connection is gone.
+    fn failed(lost: &mut bool, e: tokio_postgres::Error) -> StoreError {
+        let e = map_err(e);
+        *lost |= matches!(e, StoreError::Lost);
+        e
+    }
+
     pub(super) fn statement(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
         if let Some(s) = self.prepared.get(sql) {
             return Ok(s.clone());
         }
-        let s = self
-            .runtime
-            .block_on(self.client.prepare(sql))
-            .map_err(map_err)?;
+        let prepared = self.runtime.block_on(self.client.prepare(sql));
+        let s = prepared.map_err(|e| Self::failed(&mut self.lost, e))?;
         self.prepared.insert(sql, s.clone());
         Ok(s)
     }
@@ -107,14 +121,13 @@ impl Conn {
     {
         let deferred = std::mem::take(&mut self.deferred);
         let client = &self.client;
-        self.runtime.block_on(async {
+        let sent = self.runtime.block_on(async {
             let held = future::join_all(deferred.iter().map(|d| d.send(client)));
             let (held, last) = future::join(held, last(client)).await;
-            held.into_iter()
-                .collect::<Result<(), _>>()
-                .map_err(map_err)?;
-            last.map_err(map_err)
-        })
+            held.into_iter().collect::<Result<(), _>>()?;
+            last
+        });
+        sent.map_err(|e| Self::failed(&mut self.lost, e))
     }
 
     /// Holds `params` for the prepared statement `sql` back until the next statement that
@@ -243,13 +256,13 @@ pub(super) fn text(bytes: Vec<u8>) -> Result<String, StoreError> {
 
 /// PostgreSQL's errors as the store's: by SQLSTATE, never by message.
 pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
+    if connection_lost(&e) {
+        tracing::warn!(error = %e, "the connection to PostgreSQL was lost");
+        return StoreError::Lost;
+    }
     let Some(code) = e.code() else {
         tracing::error!(error = %e, "database connection error");
-        return StoreError::Database(if e.is_closed() {
-            "the connection to PostgreSQL was lost; retry".into()
-        } else {
-            "PostgreSQL cannot be reached".into()
-        });
+        return StoreError::Database("PostgreSQL cannot be reached".into());
     };
     match code {
         c if [
@@ -270,6 +283,23 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
         c => {
             tracing::error!(error = %e, "database error");
             StoreError::Database(format!("PostgreSQL error {}", c.code()))
+        }
+    }
+}
+
+/// Whether `e` says the connection is gone: closed, failed on its socket, or ended by the
+/// server (a restart, a shutdown, `pg_terminate_backend`, a failover's `57P0x`), or any
+/// error of class 08 (connection exception).
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    let ended = [
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+    ];
+    match e.code() {
+        Some(code) => code.code().starts_with("08") || ended.contains(code),
+        None => {
+            e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
         }
     }
 }

@@ -83,12 +83,30 @@ impl Postgres {
         })
     }
 
+    /// `work` on a pooled connection, outside any call; once more on a new connection if
+    /// the first was lost (the pool then holds none made before: see [`Pool::give_back`]).
+    fn on_a_connection<T>(
+        &self,
+        work: impl Fn(&mut Conn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let once = || {
+            let mut conn = self.pool.take()?;
+            let done = work(&mut conn);
+            self.pool.give_back(conn, true);
+            done
+        };
+        match once() {
+            Err(StoreError::Lost) => once(),
+            done => done,
+        }
+    }
+
     /// One statement, committed by itself: refills the agent's bucket for the time since it
     /// was last taken from (the database's clock, the same for every instance), takes a call
     /// if there is one, and says which. Concurrent takers of one agent queue on its row.
     fn take_from_bucket(&self, agent: &str, rate: Rate) -> Result<Allowance, StoreError> {
-        let mut conn = self.pool.take()?;
-        let row = conn.query_one(
+        let row = self.on_a_connection(|conn| {
+            conn.query_one(
             "INSERT INTO rate_buckets AS b (agent_id, tokens, granted, taken_at)
              VALUES ($1, $3::float8 - 1, true, clock_timestamp())
              ON CONFLICT (agent_id) DO UPDATE SET (tokens, granted, taken_at) = (
@@ -99,9 +117,8 @@ impl Postgres {
                            extract(epoch FROM clock_timestamp() - b.taken_at)::float8)) AS refilled) r)
              RETURNING granted, tokens",
             &[&agent, &rate.per_second, &rate.burst],
-        );
-        self.pool.give_back(conn, true);
-        let row = row?;
+        )
+        })?;
         if col(&row, 0)? {
             return Ok(Ok(()));
         }
@@ -125,20 +142,19 @@ impl Backend for Postgres {
         after: Option<(&str, &str)>,
         limit: u32,
     ) -> Result<Vec<(String, FileMeta)>, StoreError> {
-        let mut conn = self.pool.take()?;
         let (agent, path) = after.unwrap_or(("", ""));
         let agents = agents.map(<[String]>::to_vec);
-        let rows = conn.query(
+        let rows = self.on_a_connection(|conn| {
+            conn.query(
             "SELECT agent_id, path, current_version, current_bytes, scratchpad_rfc3339(updated_at)
              FROM files
              WHERE current_version IS NOT NULL AND (agent_id, path) > ($1, $2)
                AND ($4::text[] IS NULL OR agent_id = ANY($4))
              ORDER BY agent_id, path LIMIT $3",
             &[&agent, &path, &i64::from(limit), &agents],
-        );
-        self.pool.give_back(conn, true);
-        rows?
-            .iter()
+        )
+        })?;
+        rows.iter()
             .map(|r| {
                 Ok((
                     col(r, 0)?,

@@ -64,7 +64,10 @@ impl Pool {
             if state.open < MAX_CONNECTIONS {
                 state.open += 1;
                 drop(state);
-                return self.connect().inspect_err(|_| self.forget());
+                return self.connect().inspect_err(|_| {
+                    self.state().open -= 1;
+                    self.returned.notify_one();
+                });
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -129,23 +132,27 @@ impl Pool {
     }
 
     /// Takes back a connection lent by [`Pool::take`]; one that is not `healthy` (its
-    /// transaction could not be ended) or that lost its server is closed instead.
+    /// transaction could not be ended) or that lost its server is closed instead. A lost
+    /// connection closes the idle ones too: made before it, to the same server, they are
+    /// most likely gone as well (a restart, a failover), and each would fail a call.
     pub fn give_back(&self, mut conn: Conn, healthy: bool) {
         // What the call held back and never sent was its own: the next call starts clean.
         conn.discard_deferred();
-        if healthy && !conn.is_closed() {
+        if healthy && !conn.is_closed() && !conn.lost() {
             self.state().idle.push(conn);
             self.returned.notify_one();
-        } else {
-            close(vec![conn]);
-            self.forget();
+            return;
         }
-    }
-
-    /// Counts a lent connection as gone, making room for a new one.
-    fn forget(&self) {
-        self.state().open -= 1;
-        self.returned.notify_one();
+        let mut gone = vec![conn];
+        {
+            let mut state = self.state();
+            if gone[0].lost() {
+                gone.append(&mut state.idle);
+            }
+            state.open -= gone.len();
+        }
+        self.returned.notify_all();
+        close(gone);
     }
 }
 

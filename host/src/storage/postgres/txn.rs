@@ -80,6 +80,13 @@ impl Txn for PgCall {
     fn pause(&self) -> Result<(), StoreError> {
         self.0.borrow_mut().pause()
     }
+
+    /// A call whose connection was lost before its commit runs again: the server rolled back
+    /// what it had done, and the pool, having closed the connections made before, lends a
+    /// new one. One lost at the commit does not (its commit may have happened).
+    fn conflicted(&self) -> bool {
+        self.0.borrow().conn.as_ref().is_some_and(Conn::lost)
+    }
 }
 
 struct PgTxn {
