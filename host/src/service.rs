@@ -43,6 +43,9 @@ pub enum CallError {
     /// The store failed (what only the operator may read went to the log).
     #[error("{}", scratchpad_guest::json::storage_message(.0))]
     Storage(StorageError),
+    /// The commit was made or sent, but not confirmed (see [`StoreError::Unconfirmed`]).
+    #[error("{0}")]
+    Unconfirmed(&'static str),
     /// The sandbox stopped the guest.
     #[error("{0}; nothing was changed")]
     Sandbox(SandboxError),
@@ -245,10 +248,10 @@ impl Service {
             }
             let text = answer.map_err(CallError::from)?;
             answers::check(tool, args, &text).map_err(CallError::Guest)?;
-            let later = ran
-                .txn
-                .commit_answering(agent)
-                .map_err(|e| CallError::Storage(e.into()))?;
+            let later = ran.txn.commit_answering(agent).map_err(|e| match e {
+                StoreError::Unconfirmed(words) => CallError::Unconfirmed(words),
+                e => CallError::Storage(e.into()),
+            })?;
             Ok((Answer { text }, later))
         };
         Some(finish())

@@ -741,6 +741,55 @@ fn a_database_that_ended_its_connections_costs_no_call() {
     assert_sound(&s);
 }
 
+/// A connection lost during the commit leaves the call's outcome unknown to the server: the
+/// call is not run again, and its error says it may or may not have been stored, never that
+/// nothing was changed. (Here the database ends the connection while it commits, from a
+/// deferred trigger, so the write was in fact rolled back.)
+#[test]
+fn a_connection_lost_at_the_commit_is_said_so_and_not_run_again() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "one");
+    s.pg()
+        .batch_execute(
+            "CREATE SEQUENCE commits_tried;
+             CREATE FUNCTION vanish() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN
+                    PERFORM nextval('commits_tried');
+                    PERFORM pg_terminate_backend(pg_backend_pid());
+                    RETURN NULL;
+                  END $$;
+             CREATE CONSTRAINT TRIGGER vanish AFTER INSERT ON versions
+               DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION vanish();",
+        )
+        .unwrap();
+    let e = s.err(
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "two" }),
+    );
+    assert_eq!(
+        e,
+        "the connection to PostgreSQL was lost during the commit: the call may or may not have \
+         been stored; read before retrying"
+    );
+    s.pg()
+        .batch_execute("DROP TRIGGER vanish ON versions")
+        .unwrap();
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(
+        read["content"], "one",
+        "rolled back, as the database ended it"
+    );
+    // Run once: a second run would have tried a second commit (and, lost again, a third). A
+    // sequence counts each try, rolled back or not.
+    let tried: i64 = s
+        .pg()
+        .query_one("SELECT last_value FROM commits_tried", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(tried, 1, "commits tried");
+    assert_sound(&s);
+}
+
 #[test]
 fn a_writer_held_off_past_the_deadline_gets_busy_and_other_agents_do_not_wait() {
     let Some(s) = scratch() else { return };

@@ -89,6 +89,10 @@ pub enum StoreError {
     /// call that lost it before its commit runs again on a new connection.
     #[error("the connection to PostgreSQL was lost; retry")]
     Lost,
+    /// The commit was made or sent, but whether it took effect, or will survive a crash, is
+    /// not known: the words say which. Never "nothing was changed".
+    #[error("{0}")]
+    Unconfirmed(&'static str),
     /// The database file is damaged: SQLite cannot read it as a database.
     #[error("the store's file is damaged: SQLite cannot read it as a database")]
     Damaged,
@@ -130,7 +134,9 @@ impl From<StoreError> for StorageError {
                     "the database cannot be reached (the server's log says why)".into(),
                 )
             }
-            e @ StoreError::Lost => StorageError::Other(e.to_string()),
+            e @ (StoreError::Lost | StoreError::Unconfirmed(_)) => {
+                StorageError::Other(e.to_string())
+            }
             StoreError::Database(m) => StorageError::Other(m),
         }
     }

@@ -307,7 +307,13 @@ impl PgTxn {
             if !self.counted {
                 self.bump(agent, Tally::default())?;
             }
-            self.conn_for(agent)?.batch("COMMIT")?;
+            self.conn_for(agent)?.batch("COMMIT").map_err(|e| match e {
+                StoreError::Lost => StoreError::Unconfirmed(
+                    "the connection to PostgreSQL was lost during the commit: the call may or may \
+                     not have been stored; read before retrying",
+                ),
+                e => e,
+            })?;
             // The reads it carried are written.
             self.carried = 0;
             self.release();

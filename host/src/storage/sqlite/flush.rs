@@ -59,6 +59,15 @@ impl Flush {
         }
     }
 
+    /// The flush of the store at `store` on a disk that refuses every sync.
+    #[cfg(test)]
+    pub fn failing(store: &Path) -> Self {
+        Self {
+            sync_with: |_| Err(io::Error::other("the disk refused the sync")),
+            ..Self::of(store)
+        }
+    }
+
     /// How many syncs this store has made.
     #[cfg(test)]
     pub fn made(&self) -> u64 {

@@ -256,8 +256,8 @@ impl Drop for Sqlite {
 fn durable(flush: &Flush) -> Result<(), StoreError> {
     flush.durable().map_err(|e| {
         tracing::error!(error = %e, "the store's log could not be synced");
-        StoreError::Database(
-            "the disk did not confirm the write; it may not survive a crash".into(),
+        StoreError::Unconfirmed(
+            "the call was stored, but the disk did not confirm the write: it may not survive a crash",
         )
     })
 }
@@ -827,5 +827,28 @@ mod tests {
         assert!(other.execute_batch("BEGIN IMMEDIATE").is_err(), "locked");
         drop(last);
         other.execute_batch("BEGIN IMMEDIATE; ROLLBACK").unwrap();
+    }
+
+    /// A write the disk did not confirm was still made: its call says so, and never that
+    /// nothing was changed.
+    #[test]
+    fn a_write_the_disk_did_not_confirm_says_it_was_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut store = Sqlite::open(&path).unwrap();
+        store.flush = Arc::new(Flush::failing(&path));
+        let (a, f) = (AgentId::parse("a").unwrap(), FilePath::parse("f").unwrap());
+        let txn = store.begin(Mode::Write, NO_OVERRIDES).unwrap();
+        txn.put_version(&a, &f, 1, "one").unwrap();
+        let e = txn.commit("a").unwrap_err();
+        assert!(
+            matches!(e, StoreError::Unconfirmed(words) if words.starts_with("the call was stored")),
+            "{e:?}"
+        );
+        let check = store.begin(Mode::Read, NO_OVERRIDES).unwrap();
+        assert_eq!(
+            check.read_version(&a, &f, 1).unwrap().as_deref(),
+            Some("one")
+        );
     }
 }
