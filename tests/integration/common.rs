@@ -46,6 +46,21 @@ impl TestDatabase {
         Some(Self { admin, name, url })
     }
 
+    /// The test's database through the pooler in transaction mode that
+    /// `scripts/test-postgres` runs (`SCRATCHPAD_TEST_POSTGRES_POOLER`); `None` without one,
+    /// unless PostgreSQL tests are required.
+    pub fn through_pooler(&self) -> Option<DatabaseUrl> {
+        let Ok(pooler) = std::env::var("SCRATCHPAD_TEST_POSTGRES_POOLER") else {
+            assert!(
+                std::env::var_os("SCRATCHPAD_REQUIRE_POSTGRES").is_none(),
+                "SCRATCHPAD_REQUIRE_POSTGRES is set, but SCRATCHPAD_TEST_POSTGRES_POOLER is not"
+            );
+            println!("skipped: needs the pooler `./scripts/test-postgres` starts");
+            return None;
+        };
+        Some(DatabaseUrl::parse(&Self::url_of(&pooler, &self.name)).unwrap())
+    }
+
     /// The admin URL with its database replaced by `name`: same server, same role.
     fn url_of(admin: &str, name: &str) -> String {
         let (base, query) = admin.split_once('?').unwrap_or((admin, ""));

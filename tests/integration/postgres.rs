@@ -637,6 +637,25 @@ fn an_unreachable_database_is_named_without_its_password() {
     assert!(!e.contains("s3cret"), "{e}");
 }
 
+/// A pooler in transaction mode lends each transaction whichever server process is free,
+/// where this server keeps prepared statements and settings per connection: it is refused
+/// at start with the reason and what to do, not left to fail calls with "PostgreSQL error
+/// 42P05". The same database reached directly opens.
+#[test]
+fn a_pooler_in_transaction_mode_is_refused_with_the_reason() {
+    let Some(database) = TestDatabase::create() else {
+        return;
+    };
+    let Some(pooled) = database.through_pooler() else {
+        return;
+    };
+    let e = Postgres::open(&pooled).err().expect("refused").to_string();
+    assert!(e.contains("a pooler in transaction mode"), "{e}");
+    assert!(e.contains("connect to PostgreSQL directly"), "{e}");
+    assert!(!e.contains("scratchpad_test:scratchpad_test"), "{e}");
+    assert!(Postgres::open(&database.url).is_ok());
+}
+
 /// A connection refused mid-service (here: the database takes no more connections) tells
 /// the operator's log why, in the driver's words, and the caller only that the database
 /// cannot be reached: no user, database name or server message.

@@ -24,7 +24,7 @@ use std::future::Future;
 use tokio::runtime::Runtime;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{FromSql, ToSql};
-use tokio_postgres::{Client, Row, Statement};
+use tokio_postgres::{Client, Row, SimpleQueryMessage, Statement};
 
 pub(super) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
@@ -100,6 +100,22 @@ impl Conn {
         let e = map_err(e);
         *lost |= matches!(e, StoreError::Lost);
         e
+    }
+
+    /// The process id of the server process this connection talks to, asked outside any
+    /// transaction and without a prepared statement.
+    pub(super) fn backend_pid(&mut self) -> Result<String, StoreError> {
+        let asked = self
+            .runtime
+            .block_on(self.client.simple_query("SELECT pg_backend_pid()"));
+        let messages = asked.map_err(|e| Self::failed(&mut self.lost, e))?;
+        messages
+            .iter()
+            .find_map(|m| match m {
+                SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .ok_or_else(|| StoreError::Database("PostgreSQL did not say its process id".into()))
     }
 
     pub(super) fn statement(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
@@ -254,6 +270,14 @@ pub(super) fn text(bytes: Vec<u8>) -> Result<String, StoreError> {
         .map_err(|_| StoreError::Database("stored text is not valid UTF-8".into()))
 }
 
+/// Why a database behind a pooler in transaction mode cannot be used: said at start when
+/// two connections turn out to share a server process, and by any statement that finds the
+/// server process behind its connection changed.
+pub(super) const TRANSACTION_POOLER: &str = "its connections share server processes: a \
+    pooler in transaction mode (PgBouncer's pool_mode = transaction, or a provider's \
+    transaction pooler) is in between, and each connection here keeps prepared statements \
+    and session settings; connect to PostgreSQL directly, or through a pooler in session mode";
+
 /// PostgreSQL's errors as the store's: by SQLSTATE, never by message.
 pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
     if connection_lost(&e) {
@@ -280,6 +304,17 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
             STATEMENT_TIMEOUT.as_secs()
         )),
         c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => StoreError::ReadOnly,
+        // A statement prepared on this connection is missing, or one of its name is there
+        // already: the server process behind the connection changed between transactions.
+        c if [
+            SqlState::INVALID_SQL_STATEMENT_NAME,
+            SqlState::DUPLICATE_PSTATEMENT,
+        ]
+        .contains(c) =>
+        {
+            tracing::error!(error = %e, "{TRANSACTION_POOLER}");
+            StoreError::Database(TRANSACTION_POOLER.into())
+        }
         c => {
             tracing::error!(error = %e, "database error");
             StoreError::Database(format!("PostgreSQL error {}", c.code()))

@@ -2,7 +2,7 @@
 //! application name, TLS when asked for) and the first connection, with errors that name the
 //! database without its password.
 
-use super::conn::Conn;
+use super::conn::{Conn, TRANSACTION_POOLER};
 use super::pool::Pool;
 use super::tls::{self, Connector};
 use super::url::DatabaseUrl;
@@ -26,8 +26,32 @@ pub(super) fn cannot_open(url: &DatabaseUrl, reason: String) -> StoreError {
 pub(super) fn first_connection(url: &DatabaseUrl) -> Result<(Pool, Conn), StoreError> {
     let (config, connector) = config(url)?;
     let pool = Pool::new(config, connector);
-    let conn = pool.take().map_err(|e| cannot_open(url, e.detail()))?;
+    let mut conn = pool.take().map_err(|e| cannot_open(url, e.detail()))?;
+    refuse_transaction_pooler(url, &pool, &mut conn)?;
     Ok((pool, conn))
+}
+
+/// Refuses a database reached through a pooler in transaction mode, which lends each
+/// transaction whichever server process is free: a connection here keeps its prepared
+/// statements and session settings (the timeouts) in its server process, and would find
+/// them gone, or another connection's. Two connections that share a server process tell
+/// one: a pooler that has just been handed one back gives it to the next (PgBouncer's
+/// default), and without a pooler, or through one in session mode, each has its own. One
+/// that slips past this is named by the first statement that finds its process changed.
+fn refuse_transaction_pooler(
+    url: &DatabaseUrl,
+    pool: &Pool,
+    first: &mut Conn,
+) -> Result<(), StoreError> {
+    let open_error = |e: StoreError| cannot_open(url, e.detail());
+    let mut second = pool.take().map_err(open_error)?;
+    let pids = (first.backend_pid(), second.backend_pid());
+    pool.give_back(second, true);
+    match pids {
+        (Ok(a), Ok(b)) if a == b => Err(cannot_open(url, TRANSACTION_POOLER.into())),
+        (Err(e), _) | (_, Err(e)) => Err(open_error(e)),
+        _ => Ok(()),
+    }
 }
 
 /// The driver's settings for `url`, with a connect timeout and our application name unless
