@@ -760,6 +760,28 @@ fn a_database_that_ended_its_connections_costs_no_call() {
     assert_sound(&s);
 }
 
+/// A database that ends idle sessions (`idle_session_timeout`, common on hosted PostgreSQL)
+/// ends the pool's idle connections with them: that too costs no call.
+#[test]
+fn idle_connections_the_database_timed_out_cost_no_call() {
+    let Some(s) = scratch() else { return };
+    let database = s.database.as_ref().unwrap();
+    database.admin("ALTER DATABASE {db} SET idle_session_timeout = '200ms'");
+    // The pool's connections were made before; these calls make new ones, which time out.
+    database.admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = '{db}' AND application_name = 'scratchpad-mcp'",
+    );
+    for round in 0..3 {
+        s.write("a", "f", &format!("round {round}"));
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+        assert_eq!(read["content"], format!("round {round}"));
+        std::thread::sleep(std::time::Duration::from_millis(600));
+    }
+    database.admin("ALTER DATABASE {db} RESET idle_session_timeout");
+}
+
 /// A connection lost during the commit leaves the call's outcome unknown to the server: the
 /// call is not run again, and its error says it may or may not have been stored, never that
 /// nothing was changed. (Here the database ends the connection while it commits, from a

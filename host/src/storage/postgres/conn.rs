@@ -22,7 +22,7 @@ use futures_util::future::{self, BoxFuture, FutureExt};
 use std::collections::HashMap;
 use std::future::Future;
 use tokio::runtime::Runtime;
-use tokio_postgres::error::SqlState;
+use tokio_postgres::error::{Severity, SqlState};
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::{Client, Row, SimpleQueryMessage, Statement};
 
@@ -322,21 +322,18 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
     }
 }
 
-/// Whether `e` says the connection is gone: closed, failed on its socket, or ended by the
-/// server (a restart, a shutdown, `pg_terminate_backend`, a failover's `57P0x`), or any
-/// error of class 08 (connection exception).
+/// Whether `e` says the connection is gone: closed, failed on its socket, a connection
+/// exception (class 08), or any error PostgreSQL ends a session with (severity `FATAL`): a
+/// restart or shutdown, `pg_terminate_backend`, `idle_session_timeout`.
 fn connection_lost(e: &tokio_postgres::Error) -> bool {
-    let ended = [
-        SqlState::ADMIN_SHUTDOWN,
-        SqlState::CRASH_SHUTDOWN,
-        SqlState::CANNOT_CONNECT_NOW,
-    ];
-    match e.code() {
-        Some(code) => code.code().starts_with("08") || ended.contains(code),
-        None => {
-            e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
-        }
+    if let Some(db) = e.as_db_error() {
+        return db.code().code().starts_with("08")
+            || matches!(
+                db.parsed_severity(),
+                Some(Severity::Fatal | Severity::Panic)
+            );
     }
+    e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
 }
 
 /// A connection from `pool` with a call's transaction begun on it: a read call's one
