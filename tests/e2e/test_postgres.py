@@ -12,9 +12,10 @@ import http.client
 import http.server
 import itertools
 import threading
+import time
 
 import pytest
-from conftest import run
+from conftest import psql, run
 from helpers import Hosted, RawServer, call, free_port, run_cli
 
 
@@ -272,3 +273,22 @@ def test_stdio_on_postgresql_reads_writes_and_searches(tmp_path, database):
     again = RawServer(None, tmp_path / "stderr.log", store=["--database", database])
     assert again.ok("get_usage_stats", agent_id="a")["total_operations"] == 7
     again.close()
+
+
+def test_stdio_on_postgresql_outlives_its_connections_and_logs_why(tmp_path, database):
+    """The database ends the server's connections mid-session, as a restart or failover
+    does: the next calls are answered as if nothing happened, and the operator's log says
+    what PostgreSQL said, not only the driver's "db error"."""
+    log = tmp_path / "stderr.log"
+    server = RawServer(None, log, store=["--database", database])
+    assert server.ok("write_file", agent_id="a", path="f", content="one")["version"] == 1
+    mine = "application_name = 'scratchpad-mcp' AND datname = current_database()"
+    assert psql(database, f"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE {mine}") != "0"
+    while psql(database, f"SELECT count(*) FROM pg_stat_activity WHERE {mine}") != "0":
+        time.sleep(0.01)
+    assert server.ok("read_file", agent_id="a", path="f")["content"] == "one"
+    assert server.ok("write_file", agent_id="a", path="f", content="two")["version"] == 2
+    server.close()  # exits 0, without a panic
+    said = log.read_text()
+    assert "the connection to PostgreSQL was lost" in said, said
+    assert "terminating connection due to administrator command" in said, said

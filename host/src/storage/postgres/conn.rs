@@ -278,14 +278,27 @@ pub(super) const TRANSACTION_POOLER: &str = "its connections share server proces
     transaction pooler) is in between, and each connection here keeps prepared statements \
     and session settings; connect to PostgreSQL directly, or through a pooler in session mode";
 
-/// PostgreSQL's errors as the store's: by SQLSTATE, never by message.
+/// An error and each of its causes, for the operator: the driver's own words ("db error")
+/// are only the first, and PostgreSQL's message is the cause's.
+pub(super) fn in_full(e: &dyn std::error::Error) -> String {
+    let mut said = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        said = format!("{said}: {cause}");
+        source = cause.source();
+    }
+    said
+}
+
+/// PostgreSQL's errors as the store's: by SQLSTATE, never by message (what it said goes to
+/// the operator's log).
 pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
     if connection_lost(&e) {
-        tracing::warn!(error = %e, "the connection to PostgreSQL was lost");
+        tracing::warn!(error = in_full(&e), "the connection to PostgreSQL was lost");
         return StoreError::Lost;
     }
     let Some(code) = e.code() else {
-        tracing::error!(error = %e, "database connection error");
+        tracing::error!(error = in_full(&e), "database connection error");
         return StoreError::Database("PostgreSQL cannot be reached".into());
     };
     match code {
@@ -312,11 +325,11 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
         ]
         .contains(c) =>
         {
-            tracing::error!(error = %e, "{TRANSACTION_POOLER}");
+            tracing::error!(error = in_full(&e), "{TRANSACTION_POOLER}");
             StoreError::Database(TRANSACTION_POOLER.into())
         }
         c => {
-            tracing::error!(error = %e, "database error");
+            tracing::error!(error = in_full(&e), "database error");
             StoreError::Database(format!("PostgreSQL error {}", c.code()))
         }
     }

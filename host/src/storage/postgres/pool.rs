@@ -6,6 +6,7 @@
 //! beyond the bound waits for a connection to come back, up to [`BUSY_TIMEOUT`], and then
 //! answers "busy", like any other wait in this backend.
 
+use super::conn::in_full;
 use super::tls::Connector;
 use super::{BUSY_TIMEOUT, Conn, STATEMENT_TIMEOUT};
 use crate::storage::StoreError;
@@ -88,13 +89,7 @@ impl Pool {
             // the database cannot be reached, and the log gets them where the error is
             // turned into the caller's (`From<StoreError> for StorageError`); a command
             // prints them as its one line.
-            let mut reason = e.to_string();
-            let mut source = e.source();
-            while let Some(cause) = source {
-                reason = format!("{reason}: {cause}");
-                source = cause.source();
-            }
-            StoreError::Unreachable(reason)
+            StoreError::Unreachable(in_full(e))
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
