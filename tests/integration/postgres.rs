@@ -782,6 +782,32 @@ fn idle_connections_the_database_timed_out_cost_no_call() {
     database.admin("ALTER DATABASE {db} RESET idle_session_timeout");
 }
 
+/// A database that takes no writes (a standby, `default_transaction_read_only`) is named as
+/// such, not as a read-only file; reads go on.
+#[test]
+fn a_database_that_takes_no_writes_says_so() {
+    let Some(s) = scratch() else { return };
+    s.write("a", "f", "one");
+    let database = s.database.as_ref().unwrap();
+    database.admin("ALTER DATABASE {db} SET default_transaction_read_only = on");
+    database.admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = '{db}' AND application_name = 'scratchpad-mcp'",
+    );
+    let e = s.err(
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "two" }),
+    );
+    database.admin("ALTER DATABASE {db} RESET default_transaction_read_only");
+    assert_eq!(
+        e,
+        "storage failed (PostgreSQL refuses writes here: the server is a read-only standby, or \
+         the database has default_transaction_read_only on); nothing was changed"
+    );
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(read["content"], "one");
+}
+
 /// A connection lost during the commit leaves the call's outcome unknown to the server: the
 /// call is not run again, and its error says it may or may not have been stored, never that
 /// nothing was changed. (Here the database ends the connection while it commits, from a

@@ -316,7 +316,12 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
             "a statement ran longer than {} s and was stopped",
             STATEMENT_TIMEOUT.as_secs()
         )),
-        c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => StoreError::ReadOnly,
+        // Not `ReadOnly`, whose words are about a file and its folder.
+        c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => StoreError::Database(
+            "PostgreSQL refuses writes here: the server is a read-only standby, or the \
+             database has default_transaction_read_only on"
+                .into(),
+        ),
         // A statement prepared on this connection is missing, or one of its name is there
         // already: the server process behind the connection changed between transactions.
         c if [
