@@ -637,6 +637,34 @@ fn an_unreachable_database_is_named_without_its_password() {
     assert!(!e.contains("s3cret"), "{e}");
 }
 
+/// A role that may not create the tables (since PostgreSQL 15, a role that does not own the
+/// database may not create them in `public`) is told what it lacks and how to grant it, not
+/// "PostgreSQL error 42501".
+#[test]
+fn a_role_that_may_not_create_the_tables_is_told_what_it_lacks() {
+    let Some(database) = TestDatabase::create() else {
+        return;
+    };
+    database
+        .client()
+        .batch_execute("REVOKE CREATE ON SCHEMA public FROM pg_database_owner")
+        .unwrap();
+    let e = Postgres::open(&database.url)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("the database role lacks a privilege it needs"),
+        "{e}"
+    );
+    assert!(e.contains("GRANT CREATE ON SCHEMA public"), "{e}");
+    database
+        .client()
+        .batch_execute("GRANT CREATE ON SCHEMA public TO pg_database_owner")
+        .unwrap();
+    assert!(Postgres::open(&database.url).is_ok());
+}
+
 /// A pooler in transaction mode lends each transaction whichever server process is free,
 /// where this server keeps prepared statements and settings per connection: it is refused
 /// at start with the reason and what to do, not left to fail calls with "PostgreSQL error

@@ -316,6 +316,14 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
             "a statement ran longer than {} s and was stopped",
             STATEMENT_TIMEOUT.as_secs()
         )),
+        // Most often at the first start: since PostgreSQL 15 only the database's owner may
+        // create tables in its `public` schema.
+        c if *c == SqlState::INSUFFICIENT_PRIVILEGE => StoreError::Database(
+            "the database role lacks a privilege it needs: it must be able to create tables in \
+             the database's schema (as the database's owner, or with GRANT CREATE ON SCHEMA \
+             public) and to read and write them; the server's log names the object"
+                .into(),
+        ),
         // Not `ReadOnly`, whose words are about a file and its folder.
         c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => StoreError::Database(
             "PostgreSQL refuses writes here: the server is a read-only standby, or the \
