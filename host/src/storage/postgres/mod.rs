@@ -59,6 +59,28 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// connection.
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Refills agent `$1`'s bucket at `$2` calls a second up to `$3` for the time since it was
+/// last taken from, takes a call if there is one, and answers whether it did and the tokens
+/// left: [`Postgres::take_from_bucket`].
+const TAKE_FROM_BUCKET: &str = "INSERT INTO rate_buckets AS b (agent_id, tokens, granted, taken_at)
+     VALUES ($1, $3::float8 - 1, true, clock_timestamp())
+     ON CONFLICT (agent_id) DO UPDATE SET (tokens, granted, taken_at) = (
+         SELECT CASE WHEN refilled >= 1 THEN refilled - 1 ELSE refilled END,
+                refilled >= 1,
+                clock_timestamp()
+         FROM (SELECT least($3::float8, b.tokens + $2::float8 * greatest(0,
+                   extract(epoch FROM clock_timestamp() - b.taken_at)::float8)) AS refilled) r)
+     RETURNING granted, tokens";
+
+/// Existing files after (agent `$1`, path `$2`), of the agents `$4` (every one when NULL), at
+/// most `$3`, in (agent, path) order: [`Backend::all_files`].
+const ALL_FILES: &str =
+    "SELECT agent_id, path, current_version, current_bytes, scratchpad_rfc3339(updated_at)
+     FROM files
+     WHERE current_version IS NOT NULL AND (agent_id, path) > ($1, $2)
+       AND ($4::text[] IS NULL OR agent_id = ANY($4))
+     ORDER BY agent_id, path LIMIT $3";
+
 /// A PostgreSQL database.
 pub struct Postgres {
     /// Shared with each call's transaction, which takes its connections from it.
@@ -106,18 +128,7 @@ impl Postgres {
     /// if there is one, and says which. Concurrent takers of one agent queue on its row.
     fn take_from_bucket(&self, agent: &str, rate: Rate) -> Result<Allowance, StoreError> {
         let row = self.on_a_connection(|conn| {
-            conn.query_one(
-            "INSERT INTO rate_buckets AS b (agent_id, tokens, granted, taken_at)
-             VALUES ($1, $3::float8 - 1, true, clock_timestamp())
-             ON CONFLICT (agent_id) DO UPDATE SET (tokens, granted, taken_at) = (
-                 SELECT CASE WHEN refilled >= 1 THEN refilled - 1 ELSE refilled END,
-                        refilled >= 1,
-                        clock_timestamp()
-                 FROM (SELECT least($3::float8, b.tokens + $2::float8 * greatest(0,
-                           extract(epoch FROM clock_timestamp() - b.taken_at)::float8)) AS refilled) r)
-             RETURNING granted, tokens",
-            &[&agent, &rate.per_second, &rate.burst],
-        )
+            conn.query_one(TAKE_FROM_BUCKET, &[&agent, &rate.per_second, &rate.burst])
         })?;
         if col(&row, 0)? {
             return Ok(Ok(()));
@@ -145,14 +156,7 @@ impl Backend for Postgres {
         let (agent, path) = after.unwrap_or(("", ""));
         let agents = agents.map(<[String]>::to_vec);
         let rows = self.on_a_connection(|conn| {
-            conn.query(
-            "SELECT agent_id, path, current_version, current_bytes, scratchpad_rfc3339(updated_at)
-             FROM files
-             WHERE current_version IS NOT NULL AND (agent_id, path) > ($1, $2)
-               AND ($4::text[] IS NULL OR agent_id = ANY($4))
-             ORDER BY agent_id, path LIMIT $3",
-            &[&agent, &path, &i64::from(limit), &agents],
-        )
+            conn.query(ALL_FILES, &[&agent, &path, &i64::from(limit), &agents])
         })?;
         rows.iter()
             .map(|r| {

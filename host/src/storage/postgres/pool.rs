@@ -65,10 +65,7 @@ impl Pool {
             if state.open < MAX_CONNECTIONS {
                 state.open += 1;
                 drop(state);
-                return self.connect().inspect_err(|_| {
-                    self.state().open -= 1;
-                    self.returned.notify_one();
-                });
+                return self.connect().inspect_err(|_| self.forget(1));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -139,15 +136,17 @@ impl Pool {
             return;
         }
         let mut gone = vec![conn];
-        {
-            let mut state = self.state();
-            if gone[0].lost() {
-                gone.append(&mut state.idle);
-            }
-            state.open -= gone.len();
+        if gone[0].lost() {
+            gone.append(&mut self.state().idle);
         }
-        self.returned.notify_all();
+        self.forget(gone.len());
         close(gone);
+    }
+
+    /// Counts `n` connections as gone, making room for as many new ones.
+    fn forget(&self, n: usize) {
+        self.state().open -= n;
+        self.returned.notify_all();
     }
 }
 
