@@ -723,6 +723,24 @@ fn a_caller_never_reads_the_drivers_words() {
     }
 }
 
+/// Ends every connection the server under test holds to its database, as a restart would,
+/// and waits until they are gone, not only told to go; how many there were.
+fn end_connections(s: &Scratch) -> i64 {
+    let mut db = s.pg();
+    let mine = "datname = current_database() AND application_name = 'scratchpad-mcp'";
+    let mut count = |sql: String| -> i64 { db.query_one(&sql, &[]).unwrap().get(0) };
+    let ended = count(format!(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE {mine}"
+    ));
+    while count(format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE {mine}"
+    )) > 0
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    ended
+}
+
 /// A database that ended every connection (a restart, a failover, an operator's
 /// `pg_terminate_backend`) costs no call: the first statement on a pooled connection finds it
 /// gone, the pool closes every connection made before, and the call runs again on a new one.
@@ -738,39 +756,14 @@ fn a_database_that_ended_its_connections_costs_no_call() {
             scope.spawn(move || s.write(&format!("agent{t}"), "g", "x"));
         }
     });
-    let mut db = s.pg();
-    let mut end_all = || {
-        let ended: i64 = db
-            .query_one(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                 WHERE datname = current_database() AND application_name = 'scratchpad-mcp'",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        // Gone, not just told to go.
-        while db
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE datname = current_database() AND application_name = 'scratchpad-mcp'",
-                &[],
-            )
-            .unwrap()
-            .get::<_, i64>(0)
-            > 0
-        {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        ended
-    };
-    let ended = end_all();
+    let ended = end_connections(&s);
     assert!(ended >= 2, "{ended} pooled connections ended");
     // Each kind of work on a connection, each the first after an end.
     let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
     assert_eq!(read["content"], "before");
-    end_all();
+    end_connections(&s);
     assert_eq!(s.write("a", "f", "after")["version"], 2);
-    end_all();
+    end_connections(&s);
     let rate = Rate {
         per_second: 100.0,
         burst: 100.0,
@@ -780,10 +773,10 @@ fn a_database_that_ended_its_connections_costs_no_call() {
         .take_call("a", rate)
         .expect("kept in the database");
     assert!(matches!(taken, Ok(Ok(()))), "{taken:?}");
-    end_all();
+    end_connections(&s);
     let listed = s.service().all_files(None, None, 100).expect("listed");
     assert_eq!(listed.len(), 7);
-    end_all();
+    end_connections(&s);
     let read = s.ok(
         "read_file",
         json!({ "agent_id": "a", "path": "f", "since_version": 1 }),
@@ -800,10 +793,7 @@ fn idle_connections_the_database_timed_out_cost_no_call() {
     let database = s.database.as_ref().unwrap();
     database.admin("ALTER DATABASE {db} SET idle_session_timeout = '200ms'");
     // The pool's connections were made before; these calls make new ones, which time out.
-    database.admin(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = '{db}' AND application_name = 'scratchpad-mcp'",
-    );
+    end_connections(&s);
     for round in 0..3 {
         s.write("a", "f", &format!("round {round}"));
         std::thread::sleep(std::time::Duration::from_millis(600));
@@ -822,10 +812,7 @@ fn a_database_that_takes_no_writes_says_so() {
     s.write("a", "f", "one");
     let database = s.database.as_ref().unwrap();
     database.admin("ALTER DATABASE {db} SET default_transaction_read_only = on");
-    database.admin(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = '{db}' AND application_name = 'scratchpad-mcp'",
-    );
+    end_connections(&s);
     let e = s.err(
         "write_file",
         json!({ "agent_id": "a", "path": "f", "content": "two" }),
