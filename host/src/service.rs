@@ -241,20 +241,29 @@ impl Service {
         let ran = run_in(txn, agent, &self.model, |state| {
             self.sandbox.call_json(state, tool.as_str(), arguments)
         })?;
-        let finish = || {
+        let checked = || {
             let answer = ran.answer.map_err(CallError::Sandbox)?;
             if let Some(failure) = ran.failure {
                 return Err(CallError::Storage(failure));
             }
             let text = answer.map_err(CallError::from)?;
             answers::check(tool, args, &text).map_err(CallError::Guest)?;
-            let later = ran.txn.commit_answering(agent).map_err(|e| match e {
-                StoreError::Unconfirmed(words) => CallError::Unconfirmed(words),
-                e => CallError::Storage(e.into()),
-            })?;
-            Ok((Answer { text }, later))
+            Ok(text)
         };
-        Some(finish())
+        let text = match checked() {
+            Ok(text) => text,
+            // A failure found on what the store remembered is answered once that is confirmed.
+            Err(_) if ran.txn.outdated() => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        match ran.txn.commit_answering(agent) {
+            Ok(later) => Some(Ok((Answer { text }, later))),
+            // Found at the commit that what the store remembered of the agent was out of date
+            // (see `Txn::conflicted`): nothing was stored.
+            Err(StoreError::Stale) => None,
+            Err(StoreError::Unconfirmed(words)) => Some(Err(CallError::Unconfirmed(words))),
+            Err(e) => Some(Err(CallError::Storage(e.into()))),
+        }
     }
 }
 

@@ -335,7 +335,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
         .query_one("SELECT count(*) FROM scratchpad_migrations", &[])
         .unwrap()
         .get(0);
-    assert_eq!(applied, 7);
+    assert_eq!(applied, 8);
     db.execute(
         "INSERT INTO scratchpad_migrations (version, name) VALUES (99, 'from the future')",
         &[],
@@ -343,7 +343,7 @@ fn migrations_run_once_and_a_newer_schema_is_refused() {
     .unwrap();
     let e = Postgres::open(&url).err().expect("refused").to_string();
     assert!(
-        e.contains("schema version 99, newer than this build's 7"),
+        e.contains("schema version 99, newer than this build's 8"),
         "{e}"
     );
     assert!(!e.contains("scratchpad@"), "no password or user in {e}");
@@ -1381,5 +1381,125 @@ fn summaries_leave_with_the_versions_pruned_or_deleted() {
 
     s.ok("delete_file", doc);
     assert_eq!(summarised(), [0_i64; 0], "a deleted file keeps no summary");
+    assert_sound(&s);
+}
+
+/// The check of what an instance remembers, counted: `scratchpad_expect_agent` as migration 8
+/// made it, and a sequence (not rolled back) counting its calls.
+fn count_checks(s: &Scratch) {
+    s.pg()
+        .batch_execute(
+            "CREATE SEQUENCE checks;
+             CREATE OR REPLACE FUNCTION scratchpad_expect_agent(agent text, row_version text)
+               RETURNS void LANGUAGE plpgsql AS $$
+               BEGIN
+                 PERFORM nextval('checks');
+                 IF NOT EXISTS (SELECT 1 FROM agents
+                                WHERE agent_id = agent AND xmin::text = row_version) THEN
+                   RAISE EXCEPTION 'changed' USING ERRCODE = 'SPST1';
+                 END IF;
+               END $$;",
+        )
+        .unwrap();
+}
+
+/// How many checks ran (`count_checks`).
+fn checks(s: &Scratch) -> i64 {
+    s.pg()
+        .query_one(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM checks",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+fn version_of(written: &Value) -> u64 {
+    written["version"].as_u64().expect("a version")
+}
+
+/// An instance's write that follows its own last write of the agent answers its look from
+/// what that write left, checked with the commit; anything else of the agent's in between
+/// (a log entry, a delete) makes the next write look for itself.
+#[test]
+fn a_write_after_this_instances_own_is_checked_not_looked_at() {
+    let Some(s) = scratch() else { return };
+    count_checks(&s);
+    assert_eq!(version_of(&s.write("a", "f", "1")), 1);
+    assert_eq!(checks(&s), 0, "nothing remembered yet: looked");
+    assert_eq!(version_of(&s.write("a", "f", "2")), 2);
+    assert_eq!(version_of(&s.write("a", "g", "1")), 1);
+    assert_eq!(version_of(&s.write("a", "f", "3")), 3);
+    assert_eq!(
+        checks(&s),
+        2,
+        "f remembered from its first write, and still after g's; g never written before"
+    );
+    s.ok(
+        "append_log",
+        json!({ "agent_id": "a", "path": "events", "entry": "x" }),
+    );
+    assert_eq!(version_of(&s.write("a", "f", "4")), 4);
+    assert_eq!(
+        checks(&s),
+        2,
+        "the log entry changed the agent: looked again"
+    );
+    assert_eq!(version_of(&s.write("a", "f", "5")), 5);
+    assert_eq!(checks(&s), 3);
+    // The remembered state is what a look finds: the same answers from a fresh instance.
+    let history = |service: &Service| {
+        call(
+            service,
+            "file_history",
+            json!({ "agent_id": "a", "path": "f" }),
+        )
+        .unwrap()
+    };
+    assert_eq!(history(s.service()), history(&s.another_instance()));
+    let usage = s.usage("a");
+    assert_eq!(usage["file_count"], 2, "{usage:?}");
+    assert_eq!(usage["total_bytes"], 5 + 1 + 1, "{usage:?}");
+    assert_sound(&s);
+}
+
+/// What one instance remembers of an agent is never trusted once another instance wrote the
+/// agent: the check finds the row changed, the call runs again and looks. Without the check
+/// the third write would store version 3 again.
+#[test]
+fn a_write_after_another_instances_runs_again_on_what_that_left() {
+    let Some(s) = scratch() else { return };
+    let other = s.another_instance();
+    count_checks(&s);
+    s.write("a", "f", "1");
+    s.write("a", "f", "2");
+    let theirs = call(
+        &other,
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "3" }),
+    )
+    .unwrap();
+    assert_eq!(version_of(&theirs), 3);
+    let before = checks(&s);
+    assert_eq!(version_of(&s.write("a", "f", "4")), 4);
+    assert_eq!(checks(&s), before + 1, "checked once, then looked");
+    // A call that fails on what was remembered runs again too: this instance remembers
+    // version 4, the file is at 5, and the caller expects 5.
+    call(
+        &other,
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "5" }),
+    )
+    .unwrap();
+    let expected = s.ok(
+        "write_file",
+        json!({ "agent_id": "a", "path": "f", "content": "6", "expected_version": 5 }),
+    );
+    assert_eq!(version_of(&expected), 6);
+    // And a quota: another instance's files count before this one's remembered counters.
+    let read = s.ok("read_file", json!({ "agent_id": "a", "path": "f" }));
+    assert_eq!(read["content"], "6");
+    let usage = s.usage("a");
+    assert_eq!(usage["total_bytes"], 6, "{usage:?}");
     assert_sound(&s);
 }

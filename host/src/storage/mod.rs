@@ -81,7 +81,8 @@ pub enum StoreError {
     #[error("cannot connect to PostgreSQL: {0}")]
     Unreachable(String),
     /// Another process changed the agent's data after the call read it and before it could
-    /// take the write lock: nothing was written, and the call runs again.
+    /// take the write lock, or since this process last wrote it and remembered what it left:
+    /// nothing was written, and the call runs again.
     #[error("another process changed this agent's data during the call")]
     Stale,
     /// The connection to the database server was lost: the server restarted or ended it, or
@@ -183,7 +184,10 @@ pub trait Txn: Storage + Send {
     /// The mode the call was begun in.
     fn mode(&self) -> Mode;
 
-    /// Makes the call's changes durable and counts one operation for `agent`.
+    /// Makes the call's changes durable and counts one operation for `agent`. A backend that
+    /// checks what it remembered only in the commit's round trip fails it with
+    /// [`StoreError::Stale`] when that was out of date: nothing was stored, and the call runs
+    /// again, as for [`Txn::conflicted`].
     fn commit(self: Box<Self>, agent: &str) -> Result<(), StoreError>;
 
     /// [`Txn::commit`] less what may wait until the call has answered: what no answer depends
@@ -205,6 +209,14 @@ pub trait Txn: Storage + Send {
     /// "busy"), or the store lost its connection to a database server, which rolled the call
     /// back. By default, never.
     fn conflicted(&self) -> bool {
+        false
+    }
+
+    /// Whether what the call relied on without reading it (what a backend remembered of the
+    /// agent, to be checked with the commit) turns out to be out of date: asked before a
+    /// failed call is answered, since its failure may rest on it. If so, nothing was written
+    /// and the call runs again. By default, never.
+    fn outdated(&self) -> bool {
         false
     }
 }

@@ -58,10 +58,20 @@ impl Deferred {
     }
 }
 
-/// One connection, the statements prepared on it, and those held back.
-pub(super) struct Conn {
+/// What the failures of a connection's statements said of it.
+#[derive(Default)]
+struct Noted {
     /// Whether a statement found the connection lost ([`StoreError::Lost`]).
     lost: bool,
+    /// Whether a statement of the transaction found the agent's data changed since this
+    /// instance remembered it ([`StoreError::Stale`]); cleared by the next `BEGIN`.
+    stale: bool,
+}
+
+/// One connection, the statements prepared on it, and those held back.
+pub(super) struct Conn {
+    /// What its statements' failures said of it.
+    noted: Noted,
     /// Drives the connection while a statement waits for its answer.
     runtime: Runtime,
     /// The driver's connection.
@@ -76,7 +86,7 @@ impl Conn {
     /// A fresh connection on `runtime`, which drives it; nothing prepared on it yet.
     pub(super) fn new(runtime: Runtime, client: Client) -> Self {
         Self {
-            lost: false,
+            noted: Noted::default(),
             runtime,
             client,
             prepared: HashMap::new(),
@@ -92,13 +102,21 @@ impl Conn {
     /// Whether a statement found the connection lost: what the call had not committed was
     /// rolled back by the server, and the connections made before it are likely gone too.
     pub(super) fn lost(&self) -> bool {
-        self.lost
+        self.noted.lost
     }
 
-    /// The driver's error as the store's, noted in `lost` if it says the connection is gone.
-    fn failed(lost: &mut bool, e: tokio_postgres::Error) -> StoreError {
+    /// Whether a statement of the transaction found that what this instance remembered of
+    /// the agent's data had changed: nothing of the call was stored, and it runs again.
+    pub(super) fn stale(&self) -> bool {
+        self.noted.stale
+    }
+
+    /// The driver's error as the store's, noted if it says the connection is gone or what
+    /// was remembered is out of date.
+    fn failed(noted: &mut Noted, e: tokio_postgres::Error) -> StoreError {
         let e = map_err(e);
-        *lost |= matches!(e, StoreError::Lost);
+        noted.lost |= matches!(e, StoreError::Lost);
+        noted.stale |= matches!(e, StoreError::Stale);
         e
     }
 
@@ -108,7 +126,7 @@ impl Conn {
         let asked = self
             .runtime
             .block_on(self.client.simple_query("SELECT pg_backend_pid()"));
-        let messages = asked.map_err(|e| Self::failed(&mut self.lost, e))?;
+        let messages = asked.map_err(|e| Self::failed(&mut self.noted, e))?;
         messages
             .iter()
             .find_map(|m| match m {
@@ -123,7 +141,7 @@ impl Conn {
             return Ok(s.clone());
         }
         let prepared = self.runtime.block_on(self.client.prepare(sql));
-        let s = prepared.map_err(|e| Self::failed(&mut self.lost, e))?;
+        let s = prepared.map_err(|e| Self::failed(&mut self.noted, e))?;
         self.prepared.insert(sql, s.clone());
         Ok(s)
     }
@@ -143,7 +161,7 @@ impl Conn {
             held.into_iter().collect::<Result<(), _>>()?;
             last
         });
-        sent.map_err(|e| Self::failed(&mut self.lost, e))
+        sent.map_err(|e| Self::failed(&mut self.noted, e))
     }
 
     /// Holds `params` for the prepared statement `sql` back until the next statement that
@@ -186,6 +204,7 @@ impl Conn {
     /// Holds back the `BEGIN` of a call's transaction in `mode`: a read call's one snapshot,
     /// or a write call's read-committed transaction.
     pub(super) fn defer_begin(&mut self, mode: Mode) {
+        self.noted.stale = false;
         self.defer_batch(
             match mode {
                 Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
@@ -257,7 +276,26 @@ impl Conn {
     pub(super) fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
         self.send(|c| c.batch_execute(sql))
     }
+
+    /// The commit, in one round trip with what was held back and the query `sql` before it:
+    /// for what the transaction left that its caller wants to know once it is committed.
+    pub(super) fn query_and_commit(
+        &mut self,
+        sql: &'static str,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, StoreError> {
+        let s = self.statement(sql)?;
+        self.send(|c| async move {
+            let (rows, ()) =
+                future::try_join(c.query(&s, params), c.batch_execute("COMMIT")).await?;
+            Ok(rows)
+        })
+    }
 }
+
+/// The SQLSTATE `scratchpad_expect_agent` fails with when the agent's row is not the one
+/// this instance remembered (migration 8).
+const EXPECTED_AGENT_CHANGED: &str = "SPST1";
 
 /// Column `i` of `row`; a type mismatch is a database error, never a panic.
 pub(super) fn col<'a, T: FromSql<'a>>(row: &'a Row, i: usize) -> Result<T, StoreError> {
@@ -312,6 +350,8 @@ pub(super) fn map_err(e: tokio_postgres::Error) -> StoreError {
             StoreError::Busy(BUSY_TIMEOUT.as_secs())
         }
         c if *c == SqlState::DISK_FULL => StoreError::Full,
+        // `scratchpad_expect_agent` (migration 8): what this instance remembered is out of date.
+        c if c.code() == EXPECTED_AGENT_CHANGED => StoreError::Stale,
         c if *c == SqlState::QUERY_CANCELED => StoreError::Database(format!(
             "a statement ran longer than {} s and was stopped",
             STATEMENT_TIMEOUT.as_secs()

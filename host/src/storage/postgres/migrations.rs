@@ -52,6 +52,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "summaries pruned by statement",
         sql: include_str!("migrations/0007_summaries_pruned_by_statement.sql"),
     },
+    Migration {
+        version: 8,
+        name: "expect agent",
+        sql: include_str!("migrations/0008_expect_agent.sql"),
+    },
 ];
 
 /// The advisory lock key that serialises migrations ("scratchp" in ASCII).

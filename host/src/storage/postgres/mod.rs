@@ -18,19 +18,24 @@
 //! - Each connection runs its own small runtime for the driver (`tokio-postgres`); it is used
 //!   only from blocking threads, and connections are closed on a thread of their own. A
 //!   statement whose answer the call does not need is sent with the next one ([`conn`]).
+//! - A write call that follows this instance's own last write of its agent answers its look
+//!   at the file from what that write left ([`remembered`]), checked under the agent's lock,
+//!   and so makes one round trip where it made two.
 //!
 //! Where each part is: this module is the database as a [`Backend`] (opening it, a call's
 //! transaction begun, every agent's files for resources, the shared rate buckets);
 //! [`connect`] turns a URL into a first connection; [`conn`] is one connection (prepared
 //! statements, columns, errors by SQLSTATE); [`txn`] one call's transaction (its agent's lock,
-//! the counters, commit) with its statements in `txn/statements.rs`; [`migrations`], [`search`]
-//! and [`check`] the schema, the documents searched and `verify`/`stats`.
+//! the counters, commit) with its statements in `txn/statements.rs`; [`remembered`] what the
+//! last writes left; [`migrations`], [`search`] and [`check`] the schema, the documents
+//! searched and `verify`/`stats`.
 
 mod check;
 mod conn;
 mod connect;
 mod migrations;
 mod pool;
+mod remembered;
 mod search;
 mod tls;
 mod txn;
@@ -45,6 +50,7 @@ use crate::rate::{Allowance, Rate};
 use conn::{Conn, col};
 use connect::{cannot_open, first_connection};
 use pool::Pool;
+use remembered::Remembered;
 use scratchpad_guest::{FileMeta, LimitOverrides};
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,6 +93,8 @@ pub struct Postgres {
     pool: Arc<Pool>,
     /// Read calls' counts kept in memory, shared with each call's transaction.
     uncounted: Uncounted,
+    /// What this instance's write calls left of each agent's files, shared likewise.
+    remembered: Remembered,
 }
 
 impl Postgres {
@@ -102,6 +110,7 @@ impl Postgres {
         Ok(Self {
             pool: Arc::new(pool),
             uncounted: Uncounted::default(),
+            remembered: Remembered::default(),
         })
     }
 
@@ -142,6 +151,7 @@ impl Backend for Postgres {
         Ok(Box::new(PgCall::begin(
             &self.pool,
             &self.uncounted,
+            &self.remembered,
             mode,
             limits,
         )?))
@@ -192,7 +202,7 @@ impl Drop for Postgres {
                 .spawn(|| {
                     let mut conn = pool.take()?;
                     conn.defer_begin(Mode::Write);
-                    let written = write_counts_and_commit(&mut conn, uncounted);
+                    let written = write_counts_and_commit(&mut conn, uncounted).map(drop);
                     pool.give_back(conn, written.is_ok());
                     written
                 })

@@ -8,6 +8,7 @@ mod statements;
 
 use super::conn::{Conn, begin_on, col};
 use super::pool::Pool;
+use super::remembered::{Agent, Remembered};
 use super::search;
 use crate::storage::uncounted::Uncounted;
 use crate::storage::{
@@ -15,7 +16,7 @@ use crate::storage::{
 };
 use documents::Unindexed;
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
-    FileState, LogState, Retention, SearchMatch,
+    FileState, LogState, Retention, SearchMatch, VersionInfo,
 };
 use scratchpad_guest::names::{AgentId, FilePath, Prefix};
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
@@ -34,6 +35,7 @@ impl PgCall {
     pub(super) fn begin(
         pool: &Arc<Pool>,
         uncounted: &Uncounted,
+        remembered: &Remembered,
         mode: Mode,
         limits: LimitOverrides,
     ) -> Result<Self, StoreError> {
@@ -52,6 +54,9 @@ impl PgCall {
             counted: false,
             carried: 0,
             uncounted: uncounted.clone(),
+            remembered: remembered.clone(),
+            track: Track::Nothing,
+            recalled: false,
             version_held: None,
             unindexed: None,
             to_store: Unindexed::default(),
@@ -83,9 +88,31 @@ impl Txn for PgCall {
 
     /// A call whose connection was lost before its commit runs again: the server rolled back
     /// what it had done, and the pool, having closed the connections made before, lends a
-    /// new one. One lost at the commit does not (its commit may have happened).
+    /// new one. One lost at the commit does not (its commit may have happened). So does one
+    /// that found what this instance remembered of its agent out of date: its transaction
+    /// stored nothing, and the next run looks for itself.
     fn conflicted(&self) -> bool {
-        self.0.borrow().conn.as_ref().is_some_and(Conn::lost)
+        self.0
+            .borrow()
+            .conn
+            .as_ref()
+            .is_some_and(|c| c.lost() || c.stale())
+    }
+
+    /// A write call that answered its look from memory sends the check it held back for its
+    /// commit now, with its `BEGIN` and its agent's lock: a round trip, on a failing call only.
+    fn outdated(&self) -> bool {
+        let mut txn = self.0.borrow_mut();
+        if !txn.recalled {
+            return false;
+        }
+        let Some(conn) = txn.conn.as_mut() else {
+            return false;
+        };
+        // Either the check fails here, or it was already sent with an earlier statement. Any
+        // other failure is the failing call's own business: only staleness matters here.
+        let _ = conn.batch("SELECT 1");
+        conn.stale()
     }
 }
 
@@ -119,6 +146,13 @@ struct PgTxn {
     carried: u64,
     /// Read calls' counts kept in memory, shared with every call of the store.
     uncounted: Uncounted,
+    /// What this instance's write calls left of each agent's files, shared with every call
+    /// of the store: a write call's first look may be answered from it.
+    remembered: Remembered,
+    /// What a write call did, as far as remembering it goes.
+    track: Track,
+    /// Whether the call's look was answered from [`PgTxn::remembered`], to be checked.
+    recalled: bool,
     /// The path of the last version this call stored, and the `keep_from` its statement
     /// carries: while that statement is still held back, pruning that path's versions
     /// goes into it (see [`PgTxn::prune_versions`]).
@@ -131,6 +165,32 @@ struct PgTxn {
     to_store: Unindexed,
     /// The pool the call's connections come from and go back to.
     pool: Arc<Pool>,
+}
+
+/// What a write call did, as far as what it leaves can be remembered: a look at one file
+/// first, then at most a version of that file (pruned in the same statement). Anything else
+/// that changes the agent's data, and the agent is forgotten at the commit.
+#[derive(Default)]
+enum Track {
+    /// No statement yet.
+    #[default]
+    Nothing,
+    /// The call's first statement looked at `path`, remembered or not, and found `file`
+    /// and the agent's row at `row` (`None`: the agent has none yet).
+    Looked {
+        path: String,
+        file: Option<FileState>,
+        row: Option<String>,
+    },
+    /// Then it stored `version` of that file (its `created_at` comes with the commit).
+    Stored {
+        path: String,
+        file: Option<FileState>,
+        row: Option<String>,
+        version: VersionInfo,
+    },
+    /// Something else.
+    Other,
 }
 
 impl PgTxn {
@@ -208,6 +268,7 @@ impl PgTxn {
             operations,
             changes: _,
         } = change;
+        self.track = Track::Other;
         let ops = operations + self.operation_here(agent);
         self.conn_for(agent)?.defer(
             COUNT,
@@ -289,8 +350,19 @@ impl PgTxn {
             Self::store_summary(conn, s)?;
         }
         self.store_after_read(agent)?;
+        self.write_counts_and_commit()
+    }
+
+    /// [`write_counts_and_commit`] on the call's connection. Each agent whose counts it
+    /// writes gets a new row, so what this instance remembers of it would no longer pass the
+    /// check: it is forgotten, and the agent's next write looks for itself.
+    fn write_counts_and_commit(&mut self) -> Result<(), StoreError> {
         let uncounted = self.uncounted.clone();
-        write_counts_and_commit(self.conn_mut()?, &uncounted)
+        let written = write_counts_and_commit(self.conn_mut()?, &uncounted)?;
+        for (agent, _) in written {
+            self.remembered.forget(&agent);
+        }
+        Ok(())
     }
 }
 
@@ -307,7 +379,7 @@ impl PgTxn {
             if !self.counted {
                 self.bump(agent, Tally::default())?;
             }
-            self.conn_for(agent)?.batch("COMMIT").map_err(|e| match e {
+            self.commit_write(agent).map_err(|e| match e {
                 StoreError::Lost => StoreError::Unconfirmed(
                     "the connection to PostgreSQL was lost during the commit: the call may or may \
                      not have been stored; read before retrying",
@@ -329,6 +401,51 @@ impl PgTxn {
         let worth_writing = self.uncounted.add(agent);
         let agent = agent.to_owned();
         Ok(Some(Box::new(move || self.end_read(&agent, worth_writing))))
+    }
+
+    /// Commits a write call; remembers what it left when it stored one version of the file it
+    /// looked at and changed nothing else, and forgets the agent otherwise.
+    fn commit_write(&mut self, agent: &str) -> Result<(), StoreError> {
+        let Track::Stored {
+            path,
+            file,
+            row: before,
+            mut version,
+        } = std::mem::take(&mut self.track)
+        else {
+            self.remembered.forget(agent);
+            return self.conn_for(agent)?.batch("COMMIT");
+        };
+        let rows = self
+            .conn_for(agent)?
+            .query_and_commit(statements::AFTER_WRITE, &[&agent])?;
+        let Some(after) = rows.first() else {
+            self.remembered.forget(agent);
+            return Ok(());
+        };
+        let (row, created_at) = (
+            col(after, statements::USAGE_COLUMNS)?,
+            col(after, statements::USAGE_COLUMNS + 1)?,
+        );
+        version.created_at = created_at;
+        // What the version's statement did to the file's row and versions: the new one kept,
+        // those below `keep_from` pruned.
+        let keep_from = self.version_held.as_ref().map_or(0, |(_, from)| *from);
+        let mut kept = file.map(|f| f.kept).unwrap_or_default();
+        kept.retain(|v| v.version >= keep_from);
+        let last_version = version.version;
+        kept.push(version);
+        self.remembered.remember(
+            agent,
+            before.as_deref(),
+            Agent {
+                row,
+                usage: statements::usage_of(Some(after))?,
+            },
+            &path,
+            FileState { last_version, kept },
+        );
+        Ok(())
     }
 
     /// Ends a read call that cached no summary: its snapshot, and what it made on the way
@@ -356,8 +473,7 @@ impl PgTxn {
         self.conn_mut()?
             .defer_batch("COMMIT; BEGIN; SET LOCAL synchronous_commit = off".into());
         self.store_after_read(agent)?;
-        let uncounted = self.uncounted.clone();
-        write_counts_and_commit(self.conn_mut()?, &uncounted)
+        self.write_counts_and_commit()
     }
 
     /// After a read call's end: its connection back to the pool, or, if the end failed,
@@ -388,6 +504,11 @@ impl Drop for PgTxn {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
+        if conn.stale()
+            && let Some(agent) = &self.agent
+        {
+            self.remembered.forget(agent);
+        }
         // Roll back what was not committed (what was held back is never sent); a
         // connection that cannot is closed, not pooled.
         conn.discard_deferred();
@@ -420,10 +541,11 @@ fn begin_locked(conn: &mut Conn, agent: &str) -> Result<(), StoreError> {
 
 /// Writes every read count kept in memory and commits, in one round trip; the counts go back
 /// if the commit does not happen. A write call counts its agent's through [`PgTxn::bump`].
+/// The counts written, by agent.
 pub(super) fn write_counts_and_commit(
     conn: &mut Conn,
     uncounted: &Uncounted,
-) -> Result<(), StoreError> {
+) -> Result<Vec<(String, u64)>, StoreError> {
     let owed = uncounted.take_all();
     let written = owed
         .iter()
@@ -441,8 +563,11 @@ pub(super) fn write_counts_and_commit(
             )
         })
         .and_then(|()| conn.batch("COMMIT"));
-    if written.is_err() {
-        uncounted.restore(owed);
+    match written {
+        Ok(()) => Ok(owed),
+        Err(e) => {
+            uncounted.restore(owed);
+            Err(e)
+        }
     }
-    written
 }

@@ -4,7 +4,7 @@
 
 use super::super::conn::{Owned, col, text};
 use super::super::search;
-use super::PgTxn;
+use super::{PgTxn, Track};
 use crate::storage::{Mode, PendingSummary, StoreError, to_i64, to_u64};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, MatchRef, Retention, SearchMatch, VersionInfo,
@@ -83,15 +83,10 @@ impl PgTxn {
         agent: &str,
         path: &str,
     ) -> Result<Option<FileState>, StoreError> {
-        let writing = self.mode == Mode::Write;
-        let conn = self.conn_for(agent)?;
-        if writing {
-            // A write call looks at a file before it stores a version, and checks the agent's
-            // quota next: its counters come in the same statement.
-            let rows = conn.query(WRITE_STAT, &[&agent, &path])?;
-            self.usage_ahead = Some(usage_of(rows.first())?);
-            return file_state(&rows, USAGE_COLUMNS);
+        if self.mode == Mode::Write {
+            return self.stat_to_write(agent, path);
         }
+        let conn = self.conn_for(agent)?;
         // A read call looks at a file to read its current version, whole or as the newer side
         // of a diff: that content comes in the same round trip, up to a size.
         let (rows, current) = conn.query_both(
@@ -108,6 +103,46 @@ impl PgTxn {
             .map(|r| Ok::<_, StoreError>((path.to_owned(), to_u64(col(r, 0)?), text(col(r, 1)?)?)))
             .transpose()?;
         file_state(&rows, 0)
+    }
+
+    /// A write call's look at a file, before it stores a version and checks the agent's quota:
+    /// the counters come with it. The call's first look is answered from what this instance
+    /// remembers of the agent's last write where it can, under the check that the agent's row
+    /// is still the one that write left ([`super::super::remembered`]); it is sent with the
+    /// call's next statement or its commit, which fails if it does not hold.
+    fn stat_to_write(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError> {
+        let first = self.agent.is_none();
+        if first && let Some((known, file)) = self.remembered.recall(agent, path) {
+            self.conn_for(agent)?.defer(
+                EXPECT_AGENT,
+                vec![Box::new(agent.to_owned()), Box::new(known.row.clone())],
+            )?;
+            self.usage_ahead = Some(known.usage);
+            self.recalled = true;
+            self.track = Track::Looked {
+                path: path.to_owned(),
+                file: Some(file.clone()),
+                row: Some(known.row),
+            };
+            return Ok(Some(file));
+        }
+        let rows = self.conn_for(agent)?.query(WRITE_STAT, &[&agent, &path])?;
+        self.usage_ahead = Some(usage_of(rows.first())?);
+        let file = file_state(&rows, USAGE_COLUMNS + 1)?;
+        self.track = if first {
+            Track::Looked {
+                path: path.to_owned(),
+                file: file.clone(),
+                row: rows
+                    .first()
+                    .map(|r| col(r, USAGE_COLUMNS))
+                    .transpose()?
+                    .flatten(),
+            }
+        } else {
+            Track::Other
+        };
+        Ok(file)
     }
 
     pub(super) fn read_version(
@@ -137,13 +172,32 @@ impl PgTxn {
         content: &str,
     ) -> Result<(), StoreError> {
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
+        let sha256 = content_hash(content);
+        self.track = match std::mem::take(&mut self.track) {
+            Track::Looked {
+                path: looked,
+                file,
+                row,
+            } if looked == path => Track::Stored {
+                path: looked,
+                file,
+                row,
+                version: VersionInfo {
+                    version,
+                    bytes: content.len() as u64,
+                    created_at: String::new(),
+                    sha256: sha256.clone(),
+                },
+            },
+            _ => Track::Other,
+        };
         let params: Vec<Owned> = vec![
             Box::new(agent.to_owned()),
             Box::new(path.to_owned()),
             Box::new(v),
             Box::new(bytes),
             Box::new(content.as_bytes().to_vec()),
-            Box::new(content_hash(content)),
+            Box::new(sha256),
             Box::new(self.operation_here(agent)),
             Box::new(0_i64),
         ];
@@ -177,6 +231,7 @@ impl PgTxn {
         }
         // The dropped versions and their summaries; the bytes freed leave the agent's counter
         // in the same statement, sent with the next one.
+        self.track = Track::Other;
         let params: Vec<Owned> = vec![
             Box::new(agent.to_owned()),
             Box::new(path.to_owned()),
@@ -482,19 +537,31 @@ impl PgTxn {
 /// not read it.
 const CURRENT_AHEAD_BYTES: i64 = 256 << 10;
 
-/// An agent's counters: no row, an agent that has never changed anything.
-macro_rules! usage {
+/// An agent's counters, in [`usage_of`]'s order.
+macro_rules! counters {
     () => {
-        "SELECT total_bytes, file_count, log_entry_count, total_operations
-         FROM agents WHERE agent_id = $1"
+        "total_bytes, file_count, log_entry_count, total_operations"
     };
 }
 
-/// [`usage!`] on its own, for a call that has not read the counters ahead.
-const USAGE: &str = usage!();
+/// An agent's counters: no row, an agent that has never changed anything.
+const USAGE: &str = concat!("SELECT ", counters!(), " FROM agents WHERE agent_id = $1");
 
-/// How many columns [`usage!`]'s counters take at the start of a row.
-const USAGE_COLUMNS: usize = 4;
+/// How many columns [`counters!`] takes at the start of a row.
+pub(super) const USAGE_COLUMNS: usize = 4;
+
+/// The check that agent `$1`'s row is still the version `$2` this instance remembers
+/// ([`super::super::remembered`]); fails with `SPST1` if not.
+const EXPECT_AGENT: &str = "SELECT scratchpad_expect_agent($1, $2)";
+
+/// What a write call left that this instance remembers for the agent's next one, asked in
+/// its commit's round trip: the agent's counters, its row's version (`xmin`), and the time
+/// the call's versions carry (the transaction's).
+pub(super) const AFTER_WRITE: &str = concat!(
+    "SELECT ",
+    counters!(),
+    ", xmin::text, scratchpad_rfc3339(now()) FROM agents WHERE agent_id = $1"
+);
 
 /// A file's row and its kept versions, oldest first: no rows, never written; one row of NULL
 /// versions, deleted.
@@ -509,17 +576,17 @@ macro_rules! stat {
 /// [`stat!`] in order, for a read call.
 const STAT: &str = concat!(stat!(), " ORDER BY v.version");
 
-/// [`stat!`] for a write call, each row led by the agent's counters ([`usage!`]):
-/// the quota check that follows a write's look at its file needs them, and one statement is
-/// one execution fewer than two in the same round trip (about 0.02 ms of a write). There is
-/// always a row: one of NULL file columns for a file never written, of NULL counters for an
-/// agent without a row yet.
+/// [`stat!`] for a write call, each row led by the agent's counters ([`counters!`]) and its
+/// row's version (`xmin`): the quota check that follows a write's look at its file needs
+/// them, and one statement is one execution fewer than two in the same round trip (about
+/// 0.02 ms of a write). There is always a row: one of NULL file columns for a file never
+/// written, of NULL counters for an agent without a row yet.
 const WRITE_STAT: &str = concat!(
     "SELECT a.*, s.*
      FROM (SELECT 1) AS one
-     LEFT JOIN (",
-    usage!(),
-    ") AS a ON true
+     LEFT JOIN (SELECT ",
+    counters!(),
+    ", xmin::text FROM agents WHERE agent_id = $1) AS a ON true
      LEFT JOIN (",
     stat!(),
     ") AS s ON true
@@ -554,9 +621,9 @@ fn file_state(rows: &[Row], at: usize) -> Result<Option<FileState>, StoreError> 
     }))
 }
 
-/// The counters at the start of `row` ([`usage!`]'s columns); all 0 without a row, or where
-/// they are NULL (an agent with no row yet).
-fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
+/// The counters at the start of `row` ([`counters!`]); all 0 without a row, or where they
+/// are NULL (an agent with no row yet).
+pub(super) fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
     let n = |i| -> Result<u64, StoreError> {
         let value = row.map(|r| col::<Option<i64>>(r, i)).transpose()?.flatten();
         Ok(value.map_or(0, to_u64))
