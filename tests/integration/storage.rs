@@ -175,7 +175,7 @@ fn the_byte_quota_holds_at_100_mib_counting_kept_versions() {
             "append_log",
             json!({ "agent_id": "a", "path": "l", "entry": "x" })
         )
-        .starts_with("quota exceeded: appending 1 bytes")
+        .starts_with("quota exceeded: appending 1 byte ")
     );
     assert_eq!(s.usage("a")["total_bytes"], QUOTA);
 }

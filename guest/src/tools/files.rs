@@ -13,7 +13,7 @@ use crate::diff::{self, Form};
 use crate::limits::quotas;
 use crate::names::{AgentId, FilePath, Prefix};
 use crate::ports::{Storage, content_hash};
-use crate::{FileMeta, Quotas, ToolError};
+use crate::{FileMeta, Quotas, ToolError, words};
 
 /// Stores content as a new version, unless it equals the current one; prunes to the newest
 /// `versions_kept` in the same transaction.
@@ -38,7 +38,9 @@ pub fn check_size(q: &Quotas, content: &str) -> Result<(), ToolError> {
     let bytes = content.len() as u64;
     if bytes > limit {
         return Err(ToolError::InvalidArgument(format!(
-            "content is {bytes} bytes; the limit for one write is {limit} bytes"
+            "content is {}; the limit for one write is {}",
+            words::bytes(bytes),
+            words::bytes(limit)
         )));
     }
     Ok(())
@@ -103,15 +105,18 @@ fn store(
     let usage = s.get_usage(agent)?;
     if kept.is_empty() && usage.file_count >= q.max_files {
         return Err(ToolError::QuotaExceeded(format!(
-            "agent {agent} has {} files; the quota is {} files (delete one to make room)",
-            usage.file_count, q.max_files
+            "agent {agent} has {}; the quota is {} (delete one to make room)",
+            words::count(usage.file_count, "file", "files"),
+            words::count(q.max_files, "file", "files")
         )));
     }
     let total = (usage.total_bytes + bytes).saturating_sub(pruned_bytes);
     if total > q.max_total_bytes {
         return Err(ToolError::QuotaExceeded(format!(
-            "writing {bytes} bytes would bring agent {agent} to {total} bytes stored; the quota is {} bytes",
-            q.max_total_bytes
+            "writing {} would bring agent {agent} to {} stored; the quota is {}",
+            words::bytes(bytes),
+            words::bytes(total),
+            words::bytes(q.max_total_bytes)
         )));
     }
     s.put_version(agent, path, version, &content)?;
@@ -607,7 +612,7 @@ mod tests {
         assert_eq!(s.kept_versions("a", "f"), vec![2, 3]);
         assert!(matches!(
             write(&s, "g", "x"),
-            Err(ToolError::QuotaExceeded(m)) if m.contains("the quota is 1 files")
+            Err(ToolError::QuotaExceeded(m)) if m.contains("the quota is 1 file ")
         ));
     }
 

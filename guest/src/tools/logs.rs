@@ -9,7 +9,7 @@ use crate::diff::encoded_len;
 use crate::limits::{ENTRY_FRAME_BYTES, MAX_AGE_DAYS, MAX_LOG_ENTRY_DEPTH, quotas};
 use crate::names::{AgentId, FilePath};
 use crate::ports::Storage;
-use crate::{Quotas, ToolError};
+use crate::{Quotas, ToolError, words};
 
 /// The size an entry counts for: a string's UTF-8 bytes, any other value's compact JSON.
 pub fn entry_bytes(entry: &LogValue) -> u64 {
@@ -22,8 +22,9 @@ pub fn entry_bytes(entry: &LogValue) -> u64 {
 pub fn check_entry_size(q: &Quotas, bytes: u64) -> Result<(), ToolError> {
     if bytes > q.max_log_entry_bytes {
         return Err(ToolError::InvalidArgument(format!(
-            "log entry is {bytes} bytes; the limit for one entry is {} bytes",
-            q.max_log_entry_bytes
+            "log entry is {}; the limit for one entry is {}",
+            words::bytes(bytes),
+            words::bytes(q.max_log_entry_bytes)
         )));
     }
     Ok(())
@@ -96,15 +97,18 @@ pub fn append_log(
     let usage = s.get_usage(&agent)?;
     if usage.log_entry_count >= q.max_log_entries {
         return Err(ToolError::QuotaExceeded(format!(
-            "agent {agent} has {} log entries; the quota is {} entries",
-            usage.log_entry_count, q.max_log_entries
+            "agent {agent} has {}; the quota is {}",
+            words::count(usage.log_entry_count, "log entry", "log entries"),
+            words::count(q.max_log_entries, "entry", "entries")
         )));
     }
     let total = usage.total_bytes + bytes;
     if total > q.max_total_bytes {
         return Err(ToolError::QuotaExceeded(format!(
-            "appending {bytes} bytes would bring agent {agent} to {total} bytes stored; the quota is {} bytes",
-            q.max_total_bytes
+            "appending {} would bring agent {agent} to {} stored; the quota is {}",
+            words::bytes(bytes),
+            words::bytes(total),
+            words::bytes(q.max_total_bytes)
         )));
     }
     let entry_id = s.append_log(&agent, &path, &r.entry, bytes)?;
