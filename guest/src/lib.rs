@@ -28,7 +28,7 @@ pub mod limits;
 pub mod names;
 pub mod ports;
 pub mod tools;
-mod words;
+pub mod words;
 
 #[cfg(target_arch = "wasm32")]
 mod component;

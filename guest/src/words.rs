@@ -1,15 +1,16 @@
 //! Counts as the tools' messages say them: "1 file", "2 files". A caller's model reads every
-//! refusal, and "the quota is 1 files" reads as a slip of the tool's.
+//! refusal, and "the quota is 1 files" reads as a slip of the tool's. The host's command line
+//! says its counts the same way.
 
 use std::fmt;
 
 /// `n` with its noun: `one` for exactly one, `many` otherwise (zero included).
-pub(crate) fn count<'a>(n: u64, one: &'a str, many: &'a str) -> Count<'a> {
+pub fn count<'a>(n: u64, one: &'a str, many: &'a str) -> Count<'a> {
     Count { n, one, many }
 }
 
 /// A number and its noun, written as words when formatted ([`count`]).
-pub(crate) struct Count<'a> {
+pub struct Count<'a> {
     n: u64,
     one: &'a str,
     many: &'a str,
@@ -23,7 +24,7 @@ impl fmt::Display for Count<'_> {
 }
 
 /// [`count`] of bytes, the unit most messages count in.
-pub(crate) fn bytes(n: u64) -> Count<'static> {
+pub fn bytes(n: u64) -> Count<'static> {
     count(n, "byte", "bytes")
 }
 

@@ -5,6 +5,7 @@
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
+use scratchpad_guest::words;
 use scratchpad_mcp::bindings::LimitOverrides;
 use scratchpad_mcp::mcp::McpServer;
 use scratchpad_mcp::settings::{Flags, Resolved};
@@ -499,14 +500,11 @@ fn component(out: &Path, standalone: bool, without_summariser: bool) -> anyhow::
 fn snapshot(db: &Path, dir: &Path) -> anyhow::Result<()> {
     let m = ops::snapshot(db, dir)?;
     eprintln!(
-        "snapshot of {} written to {}: {} agents, {} files, {} versions, {} log entries, {} bytes (SHA-256 {})",
+        "snapshot of {} written to {}: {}; the snapshot is {} (SHA-256 {})",
         db.display(),
         dir.display(),
-        m.counts.agents,
-        m.counts.files,
-        m.counts.versions,
-        m.counts.log_entries,
-        m.bytes,
+        m.counts,
+        words::bytes(m.bytes),
         m.sha256
     );
     Ok(())
@@ -542,11 +540,7 @@ fn verify(json: bool, resolved: &Resolved) -> anyhow::Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else if v.ok() {
-        let c = &v.counts;
-        println!(
-            "ok: {} agents, {} files, {} versions, {} log entries, {} summaries, {} bytes",
-            c.agents, c.files, c.versions, c.log_entries, c.summaries, c.bytes
-        );
+        println!("ok: {}", v.counts);
     } else {
         let store = resolved.settings.store_name();
         let count = v.problems.len();

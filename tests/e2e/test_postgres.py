@@ -74,7 +74,7 @@ def test_two_instances_answer_as_one_server(pair):
 
     run(go())
     status, out = verify(url)
-    assert status == 0 and out.startswith("ok: 1 agents, 40 files"), out
+    assert status == 0 and out.startswith("ok: 1 agent, 40 files"), out
 
 
 def test_an_agents_rate_holds_across_instances(tmp_path, database):

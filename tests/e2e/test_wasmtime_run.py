@@ -77,7 +77,7 @@ def test_wasmtime_run_writes_reads_and_leaves_a_store_the_server_serves(wasmtime
     typed, _ = invoke(wasmtime, wasi_only, folder, 'get-usage-stats("me")')
     assert typed.startswith("ok({usage: {total-bytes: "), typed
     status, out, stderr = run_cli("--db", folder / "scratchpad.db", "verify")
-    assert status == 0 and out.startswith("ok: 1 agents, 1 files, 2 versions"), out + stderr
+    assert status == 0 and out.startswith("ok: 1 agent, 1 file, 2 versions"), out + stderr
 
 
 def test_a_refused_call_under_wasmtime_run_is_an_err_and_changes_nothing(wasmtime, wasi_only, tmp_path):

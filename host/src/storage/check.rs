@@ -15,7 +15,9 @@
 //! Both schemas have the same tables and columns; `is_log` and `is_text` are 0/1 in SQLite
 //! and booleans in PostgreSQL, which `NOT x` and `CASE WHEN x` read alike.
 
+use scratchpad_guest::words::{bytes, count};
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// Problems of one kind reported in full; past this many, only the count.
 const SHOWN_PER_CHECK: usize = 20;
@@ -35,6 +37,22 @@ pub struct Counts {
     pub summaries: u64,
     /// Bytes of every kept version and log entry.
     pub bytes: u64,
+}
+
+/// As the command line reports them: "1 agent, 2 files, 3 versions, ...".
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}, {}, {}, {}, {}, {}",
+            count(self.agents, "agent", "agents"),
+            count(self.files, "file", "files"),
+            count(self.versions, "version", "versions"),
+            count(self.log_entries, "log entry", "log entries"),
+            count(self.summaries, "summary", "summaries"),
+            bytes(self.bytes)
+        )
+    }
 }
 
 /// The result of verifying a store.
