@@ -214,6 +214,11 @@ impl Conn {
         );
     }
 
+    /// Whether statements are held back, not yet sent.
+    pub(super) fn holds_back(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
     /// Forgets what was held back and not yet sent: the call is being rolled back.
     pub(super) fn discard_deferred(&mut self) {
         self.deferred.clear();

@@ -99,8 +99,9 @@ impl Txn for PgCall {
             .is_some_and(|c| c.lost() || c.stale())
     }
 
-    /// A write call that answered its look from memory sends the check it held back for its
-    /// commit now, with its `BEGIN` and its agent's lock: a round trip, on a failing call only.
+    /// A write call that answered its look from memory and sent nothing since sends the
+    /// check it held back for its commit now, with its `BEGIN` and its agent's lock: a round
+    /// trip, on a failing call only. One that sent a statement since sent the check with it.
     fn outdated(&self) -> bool {
         let mut txn = self.0.borrow_mut();
         if !txn.recalled {
@@ -109,9 +110,10 @@ impl Txn for PgCall {
         let Some(conn) = txn.conn.as_mut() else {
             return false;
         };
-        // Either the check fails here, or it was already sent with an earlier statement. Any
-        // other failure is the failing call's own business: only staleness matters here.
-        let _ = conn.batch("SELECT 1");
+        if conn.holds_back() {
+            // Any failure but the check's is the failing call's own business.
+            let _ = conn.batch("SELECT 1");
+        }
         conn.stale()
     }
 }
