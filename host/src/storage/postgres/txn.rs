@@ -8,7 +8,7 @@ mod statements;
 
 use super::conn::{Conn, begin_on, col};
 use super::pool::Pool;
-use super::remembered::{Agent, Remembered};
+use super::remembered::Remembered;
 use super::search;
 use crate::storage::uncounted::Uncounted;
 use crate::storage::{
@@ -177,22 +177,21 @@ enum Track {
     /// No statement yet.
     #[default]
     Nothing,
-    /// The call's first statement looked at `path`, remembered or not, and found `file`
-    /// and the agent's row at `row` (`None`: the agent has none yet).
-    Looked {
-        path: String,
-        file: Option<FileState>,
-        row: Option<String>,
-    },
-    /// Then it stored `version` of that file (its `created_at` comes with the commit).
-    Stored {
-        path: String,
-        file: Option<FileState>,
-        row: Option<String>,
-        version: VersionInfo,
-    },
+    /// The call's first statement was this look.
+    Looked(Look),
+    /// Then it stored this version of the file it looked at (its `created_at` comes with
+    /// the commit).
+    Stored(Look, VersionInfo),
     /// Something else.
     Other,
+}
+
+/// A write call's look at `path`, remembered or not: it found `file`, and the agent's row
+/// at `row` (`None`: the agent has none yet).
+struct Look {
+    path: String,
+    file: Option<FileState>,
+    row: Option<String>,
 }
 
 impl PgTxn {
@@ -408,13 +407,7 @@ impl PgTxn {
     /// Commits a write call; remembers what it left when it stored one version of the file it
     /// looked at and changed nothing else, and forgets the agent otherwise.
     fn commit_write(&mut self, agent: &str) -> Result<(), StoreError> {
-        let Track::Stored {
-            path,
-            file,
-            row: before,
-            mut version,
-        } = std::mem::take(&mut self.track)
-        else {
+        let Track::Stored(look, mut version) = std::mem::take(&mut self.track) else {
             self.remembered.forget(agent);
             return self.conn_for(agent)?.batch("COMMIT");
         };
@@ -425,26 +418,20 @@ impl PgTxn {
             self.remembered.forget(agent);
             return Ok(());
         };
-        let (row, created_at) = (
-            col(after, statements::USAGE_COLUMNS)?,
-            col(after, statements::USAGE_COLUMNS + 1)?,
-        );
+        let (now, created_at) = statements::after_write(after)?;
         version.created_at = created_at;
         // What the version's statement did to the file's row and versions: the new one kept,
         // those below `keep_from` pruned.
         let keep_from = self.version_held.as_ref().map_or(0, |(_, from)| *from);
-        let mut kept = file.map(|f| f.kept).unwrap_or_default();
+        let mut kept = look.file.map(|f| f.kept).unwrap_or_default();
         kept.retain(|v| v.version >= keep_from);
         let last_version = version.version;
         kept.push(version);
         self.remembered.remember(
             agent,
-            before.as_deref(),
-            Agent {
-                row,
-                usage: statements::usage_of(Some(after))?,
-            },
-            &path,
+            look.row.as_deref(),
+            now,
+            &look.path,
             FileState { last_version, kept },
         );
         Ok(())

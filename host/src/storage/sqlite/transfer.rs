@@ -159,7 +159,7 @@ impl Tally {
 /// In words: "3 files, 11 versions, 1 summary, 4 log entries in 1 log".
 impl std::fmt::Display for Tally {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let of = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let of = scratchpad_guest::words::count;
         write!(
             f,
             "{}, {}, {}, {} in {}",

@@ -3,8 +3,9 @@
 //! gets here.
 
 use super::super::conn::{Owned, col, text};
+use super::super::remembered::Agent;
 use super::super::search;
-use super::{PgTxn, Track};
+use super::{Look, PgTxn, Track};
 use crate::storage::{Mode, PendingSummary, StoreError, to_i64, to_u64};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, MatchRef, Retention, SearchMatch, VersionInfo,
@@ -119,18 +120,18 @@ impl PgTxn {
             )?;
             self.usage_ahead = Some(known.usage);
             self.recalled = true;
-            self.track = Track::Looked {
+            self.track = Track::Looked(Look {
                 path: path.to_owned(),
                 file: Some(file.clone()),
                 row: Some(known.row),
-            };
+            });
             return Ok(Some(file));
         }
         let rows = self.conn_for(agent)?.query(WRITE_STAT, &[&agent, &path])?;
         self.usage_ahead = Some(usage_of(rows.first())?);
         let file = file_state(&rows, USAGE_COLUMNS + 1)?;
         self.track = if first {
-            Track::Looked {
+            Track::Looked(Look {
                 path: path.to_owned(),
                 file: file.clone(),
                 row: rows
@@ -138,7 +139,7 @@ impl PgTxn {
                     .map(|r| col(r, USAGE_COLUMNS))
                     .transpose()?
                     .flatten(),
-            }
+            })
         } else {
             Track::Other
         };
@@ -174,21 +175,15 @@ impl PgTxn {
         let (v, bytes) = (to_i64(version)?, to_i64(content.len() as u64)?);
         let sha256 = content_hash(content);
         self.track = match std::mem::take(&mut self.track) {
-            Track::Looked {
-                path: looked,
-                file,
-                row,
-            } if looked == path => Track::Stored {
-                path: looked,
-                file,
-                row,
-                version: VersionInfo {
+            Track::Looked(look) if look.path == path => {
+                let stored = VersionInfo {
                     version,
                     bytes: content.len() as u64,
                     created_at: String::new(),
                     sha256: sha256.clone(),
-                },
-            },
+                };
+                Track::Stored(look, stored)
+            }
             _ => Track::Other,
         };
         let params: Vec<Owned> = vec![
@@ -548,7 +543,7 @@ macro_rules! counters {
 const USAGE: &str = concat!("SELECT ", counters!(), " FROM agents WHERE agent_id = $1");
 
 /// How many columns [`counters!`] takes at the start of a row.
-pub(super) const USAGE_COLUMNS: usize = 4;
+const USAGE_COLUMNS: usize = 4;
 
 /// The check that agent `$1`'s row is still the version `$2` this instance remembers
 /// ([`super::super::remembered`]); fails with `SPST1` if not.
@@ -623,7 +618,7 @@ fn file_state(rows: &[Row], at: usize) -> Result<Option<FileState>, StoreError> 
 
 /// The counters at the start of `row` ([`counters!`]); all 0 without a row, or where they
 /// are NULL (an agent with no row yet).
-pub(super) fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
+fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
     let n = |i| -> Result<u64, StoreError> {
         let value = row.map(|r| col::<Option<i64>>(r, i)).transpose()?.flatten();
         Ok(value.map_or(0, to_u64))
@@ -634,4 +629,13 @@ pub(super) fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
         log_entry_count: n(2)?,
         total_operations: n(3)?,
     })
+}
+
+/// The agent as [`AFTER_WRITE`]'s `row` left it, and the time the call's versions carry.
+pub(super) fn after_write(row: &Row) -> Result<(Agent, String), StoreError> {
+    let agent = Agent {
+        usage: usage_of(Some(row))?,
+        row: col(row, USAGE_COLUMNS)?,
+    };
+    Ok((agent, col(row, USAGE_COLUMNS + 1)?))
 }
