@@ -1419,8 +1419,8 @@ fn version_of(written: &Value) -> u64 {
 }
 
 /// An instance's write that follows its own last write of the agent answers its look from
-/// what that write left, checked with the commit; anything else of the agent's in between
-/// (a log entry, a delete) makes the next write look for itself.
+/// what that write left, checked with the commit; a change of one of the agent's files in
+/// between (a delete) makes the next write look for itself.
 #[test]
 fn a_write_after_this_instances_own_is_checked_not_looked_at() {
     let Some(s) = scratch() else { return };
@@ -1435,16 +1435,9 @@ fn a_write_after_this_instances_own_is_checked_not_looked_at() {
         2,
         "f remembered from its first write, and still after g's; g never written before"
     );
-    s.ok(
-        "append_log",
-        json!({ "agent_id": "a", "path": "events", "entry": "x" }),
-    );
+    s.ok("delete_file", json!({ "agent_id": "a", "path": "g" }));
     assert_eq!(version_of(&s.write("a", "f", "4")), 4);
-    assert_eq!(
-        checks(&s),
-        2,
-        "the log entry changed the agent: looked again"
-    );
+    assert_eq!(checks(&s), 2, "the delete changed the agent: looked again");
     assert_eq!(version_of(&s.write("a", "f", "5")), 5);
     assert_eq!(checks(&s), 3);
     // The remembered state is what a look finds: the same answers from a fresh instance.
@@ -1458,8 +1451,66 @@ fn a_write_after_this_instances_own_is_checked_not_looked_at() {
     };
     assert_eq!(history(s.service()), history(&s.another_instance()));
     let usage = s.usage("a");
-    assert_eq!(usage["file_count"], 2, "{usage:?}");
-    assert_eq!(usage["total_bytes"], 5 + 1 + 1, "{usage:?}");
+    assert_eq!(usage["file_count"], 1, "{usage:?}");
+    assert_eq!(usage["total_bytes"], 5, "{usage:?}");
+    assert_sound(&s);
+}
+
+/// An append changes the agent's counters and no file: one that follows this instance's own
+/// call of the agent takes its counters from memory under the check, and leaves the agent's
+/// files remembered for its next write. The log's state the retention needs comes with the
+/// append itself; another instance's append in between is found by the check.
+#[test]
+fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
+    let Some(s) = scratch() else { return };
+    let other = s.another_instance();
+    count_checks(&s);
+    let append = |service: &Service, entry: &str| {
+        let appended = call(
+            service,
+            "append_log",
+            json!({ "agent_id": "a", "path": "events", "entry": entry }),
+        )
+        .unwrap();
+        appended["entry_id"].as_u64().expect("an entry id")
+    };
+    s.ok(
+        "forget_log",
+        json!({ "agent_id": "a", "path": "events", "keep_last": 2 }),
+    );
+    assert_eq!(append(s.service(), "e1"), 1);
+    assert_eq!(
+        checks(&s),
+        0,
+        "a retention set changes no file, but is no append: looked"
+    );
+    assert_eq!(append(s.service(), "e2"), 2);
+    assert_eq!(checks(&s), 1, "the agent remembered from its last append");
+    s.write("a", "f", "1");
+    assert_eq!(checks(&s), 1, "f never written: looked");
+    assert_eq!(append(s.service(), "e3"), 3);
+    assert_eq!(version_of(&s.write("a", "f", "2")), 2);
+    assert_eq!(checks(&s), 3, "f still remembered after the append");
+    // Another instance's append: this instance's memory fails the check, its call runs again.
+    assert_eq!(append(&other, "e4"), 4);
+    assert_eq!(append(s.service(), "e5"), 5);
+    assert_eq!(checks(&s), 4, "checked once, then looked");
+    assert_eq!(append(s.service(), "e6"), 6);
+    assert_eq!(checks(&s), 5);
+
+    // The retention applied at every append, on the log's state as the append left it.
+    let page = s.ok("read_log", json!({ "agent_id": "a", "path": "events" }));
+    let entries: Vec<&Value> = page["entries"].as_array().unwrap().iter().collect();
+    assert_eq!(entries.len(), 2, "{page}");
+    assert_eq!(entries[0]["id"], 5, "{page}");
+    assert_eq!(entries[1]["entry"], "e6", "{page}");
+    // The counters remembered are those a fresh instance reads.
+    let counters = |service: &Service| {
+        let usage = call(service, "get_usage_stats", json!({ "agent_id": "a" })).unwrap();
+        ["total_bytes", "file_count", "log_entry_count"].map(|k| usage[k].clone())
+    };
+    assert_eq!(counters(s.service()), counters(&s.another_instance()));
+    assert_eq!(s.usage("a")["log_entry_count"], 2);
     assert_sound(&s);
 }
 

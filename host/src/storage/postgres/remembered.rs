@@ -18,7 +18,13 @@
 //! ([`crate::storage::StoreError::Stale`]). A call that fails for any other reason stored
 //! nothing either, so what is remembered still holds.
 //!
-//! Bounded: [`FILES`] files across all agents, the least recently written forgotten first.
+//! A call that changes only the agent's logs (an append, a trim) leaves its files as they
+//! were: its first look, at the agent's counters, is answered from here the same way, and its
+//! commit brings the row and counters it left, so that the agent stays remembered across
+//! appends.
+//!
+//! Bounded: [`AGENTS`] agents and [`FILES`] files across them, the least recently written
+//! forgotten first.
 
 use scratchpad_guest::Usage;
 use scratchpad_guest::bindings::scratchpad::mcp::storage::FileState;
@@ -29,6 +35,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// (ten kept versions with their hashes).
 const FILES: usize = 256;
 
+/// How many agents are remembered at most: an agent is its id and counters.
+const AGENTS: usize = 256;
+
 /// One agent's data as this instance's last write call of it left them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Agent {
@@ -38,44 +47,82 @@ pub(super) struct Agent {
     pub usage: Usage,
 }
 
-/// Files' states, by agent, as this instance's write calls left them; clones share them.
+/// Agents and their files' states as this instance's write calls left them; clones share
+/// them.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Remembered(Arc<Mutex<State>>);
 
 #[derive(Debug, Default)]
 struct State {
-    /// (agent, its row and counters, path, the file's state), the most recently written
-    /// last. An agent's entries all carry the same row: a write replaces them.
-    files: VecDeque<(String, Agent, String, FileState)>,
+    /// Each agent's row and counters, the most recently written last.
+    agents: VecDeque<(String, Agent)>,
+    /// (agent, path, the file's state), the most recently written last: only of agents in
+    /// `agents`, and true as of the row remembered there.
+    files: VecDeque<(String, String, FileState)>,
+}
+
+impl State {
+    /// Makes `now` what is remembered of `agent`, its files kept only if the call that left
+    /// `now` began from the row remembered (`before`).
+    fn moved(&mut self, agent: &str, before: Option<&str>, now: Agent) {
+        let at = self.agents.iter().position(|(a, _)| a == agent);
+        let known = at.and_then(|i| self.agents.remove(i));
+        if known.is_none_or(|(_, known)| Some(known.row.as_str()) != before) {
+            self.files.retain(|(a, ..)| a != agent);
+        }
+        self.agents.push_back((agent.to_owned(), now));
+        while self.agents.len() > AGENTS {
+            if let Some((gone, _)) = self.agents.pop_front() {
+                self.files.retain(|(a, ..)| *a != gone);
+            }
+        }
+    }
 }
 
 impl Remembered {
     fn state(&self) -> MutexGuard<'_, State> {
-        // Each change below leaves the list whole; a panic elsewhere cannot break it.
+        // Each change below leaves the lists whole; a panic elsewhere cannot break them.
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `agent`'s row and counters, if this instance made the agent's last change it knows
+    /// of; to be trusted only under the check of the row.
+    pub(super) fn agent(&self, agent: &str) -> Option<Agent> {
+        let state = self.state();
+        let (_, known) = state.agents.iter().find(|(a, _)| a == agent)?;
+        Some(known.clone())
     }
 
     /// `agent`'s row and counters and `path`'s state, if this instance's last write call of
     /// the agent left them; to be trusted only under the check of the row.
     pub(super) fn recall(&self, agent: &str, path: &str) -> Option<(Agent, FileState)> {
         let state = self.state();
-        state
+        let (_, known) = state.agents.iter().find(|(a, _)| a == agent)?;
+        let (.., file) = state
             .files
             .iter()
-            .find(|(a, _, p, _)| a == agent && p == path)
-            .map(|(_, known, _, file)| (known.clone(), file.clone()))
+            .find(|(a, p, _)| a == agent && p == path)?;
+        Some((known.clone(), file.clone()))
     }
 
     /// Forgets everything of `agent`: a call of it changed what is not remembered, or failed.
     pub(super) fn forget(&self, agent: &str) {
-        self.state().files.retain(|(a, ..)| a != agent);
+        let mut state = self.state();
+        state.agents.retain(|(a, _)| a != agent);
+        state.files.retain(|(a, ..)| a != agent);
+    }
+
+    /// What a write call of `agent` that changed no file left: its row and counters. Its
+    /// files are still as remembered when the call began from the row `before` remembered
+    /// for them; otherwise they are forgotten.
+    pub(super) fn moved(&self, agent: &str, before: Option<&str>, now: Agent) {
+        self.state().moved(agent, before, now);
     }
 
     /// What a write call of `agent` that changed only `path` left: its row and counters and
-    /// the file's state. The agent's other files are still as remembered when the call began
-    /// from the row `before` remembered for them; otherwise they are forgotten.
+    /// the file's state. The agent's other files are kept as [`Remembered::moved`] keeps them.
     pub(super) fn remember(
         &self,
         agent: &str,
@@ -85,16 +132,10 @@ impl Remembered {
         file: FileState,
     ) {
         let mut state = self.state();
+        state.moved(agent, before, now);
         let files = &mut state.files;
-        files.retain(|(a, known, p, _)| {
-            a != agent || (Some(known.row.as_str()) == before && p != path)
-        });
-        for (a, known, ..) in files.iter_mut() {
-            if a == agent {
-                *known = now.clone();
-            }
-        }
-        files.push_back((agent.to_owned(), now, path.to_owned(), file));
+        files.retain(|(a, p, _)| a != agent || p != path);
+        files.push_back((agent.to_owned(), path.to_owned(), file));
         while files.len() > FILES {
             files.pop_front();
         }
@@ -162,5 +203,27 @@ mod tests {
         assert_eq!(r.recall("agent0", "f"), None);
         assert!(r.recall("agent1", "f").is_some());
         assert!(r.recall(&format!("agent{FILES}"), "f").is_some());
+        // Files of one agent are bounded the same way.
+        for i in 0..=FILES {
+            r.remember("one", Some("1"), agent("1", 1), &format!("f{i}"), file(1));
+        }
+        assert_eq!(r.recall("one", "f0"), None);
+        assert!(r.recall("one", "f1").is_some());
+    }
+
+    #[test]
+    fn a_call_that_changed_no_file_keeps_the_files_only_from_the_row_remembered() {
+        let r = Remembered::default();
+        r.moved("a", None, agent("10", 0));
+        assert_eq!(r.agent("a"), Some(agent("10", 0)), "an agent of logs only");
+        r.remember("a", Some("10"), agent("11", 1), "f", file(1));
+        r.moved("a", Some("11"), agent("12", 1));
+        assert_eq!(r.recall("a", "f"), Some((agent("12", 1), file(1))));
+        // A call that found another row than the one remembered: "f" may have changed.
+        r.moved("a", Some("14"), agent("15", 1));
+        assert_eq!(r.recall("a", "f"), None);
+        assert_eq!(r.agent("a"), Some(agent("15", 1)));
+        r.forget("a");
+        assert_eq!(r.agent("a"), None);
     }
 }

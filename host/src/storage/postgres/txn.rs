@@ -8,7 +8,7 @@ mod statements;
 
 use super::conn::{Conn, begin_on, col};
 use super::pool::Pool;
-use super::remembered::Remembered;
+use super::remembered::{Agent, Remembered};
 use super::search;
 use crate::storage::uncounted::Uncounted;
 use crate::storage::{
@@ -50,6 +50,7 @@ impl PgCall {
             agent: None,
             pending_summaries: Vec::new(),
             usage_ahead: None,
+            log_ahead: None,
             current_ahead: None,
             counted: false,
             carried: 0,
@@ -134,6 +135,10 @@ struct PgTxn {
     /// trip, under its lock): the quota check that comes next takes them from here. Good for
     /// that next statement only: every statement clears it ([`PgTxn::conn_for`]).
     usage_ahead: Option<Usage>,
+    /// A log's state as the append just made left it (path, state): the guest asks for it
+    /// next, to apply the log's retention. Good for that next statement only, as
+    /// [`PgTxn::usage_ahead`] is.
+    log_ahead: Option<(String, LogState)>,
     /// A read call's current version of the file it looked at (path, version, content),
     /// read with that look: a read since a version reads it next but one. Good for the
     /// call's snapshot, so kept until used or until the call gives its connection back.
@@ -170,8 +175,9 @@ struct PgTxn {
 }
 
 /// What a write call did, as far as what it leaves can be remembered: a look at one file
-/// first, then at most a version of that file (pruned in the same statement). Anything else
-/// that changes the agent's data, and the agent is forgotten at the commit.
+/// first, then at most a version of that file (pruned in the same statement); or a look at
+/// the agent's counters first, then changes to its logs only. Anything else that changes the
+/// agent's data, and the agent is forgotten at the commit.
 #[derive(Default)]
 enum Track {
     /// No statement yet.
@@ -182,6 +188,9 @@ enum Track {
     /// Then it stored this version of the file it looked at (its `created_at` comes with
     /// the commit).
     Stored(Look, VersionInfo),
+    /// The call's first statement was a look at the agent's counters, which found its row
+    /// at this version (`None`: no row yet), and nothing since changed a file.
+    Counters(Option<String>),
     /// Something else.
     Other,
 }
@@ -199,6 +208,7 @@ impl PgTxn {
     /// lock. A call acts for one agent only (the guard refuses any other).
     fn conn_for(&mut self, agent: &str) -> Result<&mut Conn, StoreError> {
         self.usage_ahead = None;
+        self.log_ahead = None;
         if self.mode == Mode::Write {
             match &self.agent {
                 Some(held) => debug_assert_eq!(held, agent, "a call acts for one agent"),
@@ -269,7 +279,11 @@ impl PgTxn {
             operations,
             changes: _,
         } = change;
-        self.track = Track::Other;
+        // Counters moved by a log's change leave the files as they were; the commit reads the
+        // counters again.
+        if !matches!(self.track, Track::Counters(_)) {
+            self.track = Track::Other;
+        }
         let ops = operations + self.operation_here(agent);
         self.conn_for(agent)?.defer(
             COUNT,
@@ -405,36 +419,54 @@ impl PgTxn {
     }
 
     /// Commits a write call; remembers what it left when it stored one version of the file it
-    /// looked at and changed nothing else, and forgets the agent otherwise.
+    /// looked at and changed nothing else, or changed none of the agent's files, and forgets
+    /// the agent otherwise.
     fn commit_write(&mut self, agent: &str) -> Result<(), StoreError> {
-        let Track::Stored(look, mut version) = std::mem::take(&mut self.track) else {
-            self.remembered.forget(agent);
-            return self.conn_for(agent)?.batch("COMMIT");
-        };
+        match std::mem::take(&mut self.track) {
+            Track::Stored(look, mut version) => {
+                let Some((now, created_at)) = self.commit_reading_agent(agent)? else {
+                    return Ok(());
+                };
+                version.created_at = created_at;
+                // What the version's statement did to the file's row and versions: the new
+                // one kept, those below `keep_from` pruned.
+                let keep_from = self.version_held.as_ref().map_or(0, |(_, from)| *from);
+                let mut kept = look.file.map(|f| f.kept).unwrap_or_default();
+                kept.retain(|v| v.version >= keep_from);
+                let last_version = version.version;
+                kept.push(version);
+                self.remembered.remember(
+                    agent,
+                    look.row.as_deref(),
+                    now,
+                    &look.path,
+                    FileState { last_version, kept },
+                );
+            }
+            Track::Counters(before) => {
+                if let Some((now, _)) = self.commit_reading_agent(agent)? {
+                    self.remembered.moved(agent, before.as_deref(), now);
+                }
+            }
+            Track::Nothing | Track::Looked(_) | Track::Other => {
+                self.remembered.forget(agent);
+                self.conn_for(agent)?.batch("COMMIT")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits, reading in the same round trip the agent's row as the call left it and the
+    /// transaction's time; `None` (the agent forgotten) if the agent has no row.
+    fn commit_reading_agent(&mut self, agent: &str) -> Result<Option<(Agent, String)>, StoreError> {
         let rows = self
             .conn_for(agent)?
-            .query_and_commit(statements::AFTER_WRITE, &[&agent])?;
-        let Some(after) = rows.first() else {
+            .query_and_commit(statements::AGENT_ROW, &[&agent])?;
+        let after = rows.first().map(statements::agent_row).transpose()?;
+        if after.is_none() {
             self.remembered.forget(agent);
-            return Ok(());
-        };
-        let (now, created_at) = statements::after_write(after)?;
-        version.created_at = created_at;
-        // What the version's statement did to the file's row and versions: the new one kept,
-        // those below `keep_from` pruned.
-        let keep_from = self.version_held.as_ref().map_or(0, |(_, from)| *from);
-        let mut kept = look.file.map(|f| f.kept).unwrap_or_default();
-        kept.retain(|v| v.version >= keep_from);
-        let last_version = version.version;
-        kept.push(version);
-        self.remembered.remember(
-            agent,
-            look.row.as_deref(),
-            now,
-            &look.path,
-            FileState { last_version, kept },
-        );
-        Ok(())
+        }
+        Ok(after)
     }
 
     /// Ends a read call that cached no summary: its snapshot, and what it made on the way

@@ -114,12 +114,8 @@ impl PgTxn {
     fn stat_to_write(&mut self, agent: &str, path: &str) -> Result<Option<FileState>, StoreError> {
         let first = self.agent.is_none();
         if first && let Some((known, file)) = self.remembered.recall(agent, path) {
-            self.conn_for(agent)?.defer(
-                EXPECT_AGENT,
-                vec![Box::new(agent.to_owned()), Box::new(known.row.clone())],
-            )?;
+            self.expect_agent(agent, &known.row)?;
             self.usage_ahead = Some(known.usage);
-            self.recalled = true;
             self.track = Track::Looked(Look {
                 path: path.to_owned(),
                 file: Some(file.clone()),
@@ -144,6 +140,32 @@ impl PgTxn {
             Track::Other
         };
         Ok(file)
+    }
+
+    /// A write call's first look, when it is at the agent's counters (an append's, before it
+    /// checks the quota): answered from what this instance remembers of the agent where it can,
+    /// under the check, as [`PgTxn::stat_to_write`] answers a look at a file; otherwise asked
+    /// with the row's version, so that the commit can tell whether the files remembered from
+    /// before still hold.
+    fn usage_to_write(&mut self, agent: &str) -> Result<Usage, StoreError> {
+        if let Some(known) = self.remembered.agent(agent) {
+            self.expect_agent(agent, &known.row)?;
+            self.track = Track::Counters(Some(known.row));
+            return Ok(known.usage);
+        }
+        let row = self.conn_for(agent)?.query_opt(AGENT_ROW, &[&agent])?;
+        self.track = Track::Counters(row.as_ref().map(|r| col(r, USAGE_COLUMNS)).transpose()?);
+        usage_of(row.as_ref())
+    }
+
+    /// Holds back, for the call's next statement or its commit, the check that the agent's
+    /// row is still at `row`, as this instance remembers it.
+    fn expect_agent(&mut self, agent: &str, row: &str) -> Result<(), StoreError> {
+        self.recalled = true;
+        self.conn_for(agent)?.defer(
+            EXPECT_AGENT,
+            vec![Box::new(agent.to_owned()), Box::new(row.to_owned())],
+        )
     }
 
     pub(super) fn read_version(
@@ -248,6 +270,7 @@ impl PgTxn {
         let Some((id, _, Some(_))) = self.file_row(agent, path)? else {
             return Ok(false);
         };
+        self.track = Track::Other;
         let conn = self.conn_for(agent)?;
         // The versions and their summaries, the current state and the file's search document
         // in one statement.
@@ -313,16 +336,15 @@ impl PgTxn {
         let (is_text, body) = log_body(entry);
         let bytes = to_i64(bytes)?;
         let conn = self.conn_for(agent)?;
-        let id: i64 = col(
-            &conn.query_one(
-                "INSERT INTO logs (agent_id, path, last_id, entries) VALUES ($1, $2, 1, 1)
-                 ON CONFLICT (agent_id, path)
-                     DO UPDATE SET last_id = logs.last_id + 1, entries = logs.entries + 1
-                 RETURNING last_id",
-                &[&agent, &path],
-            )?,
-            0,
+        let row = conn.query_one(
+            "INSERT INTO logs (agent_id, path, last_id, entries) VALUES ($1, $2, 1, 1)
+             ON CONFLICT (agent_id, path)
+                 DO UPDATE SET last_id = logs.last_id + 1, entries = logs.entries + 1
+             RETURNING last_id, entries, keep_last, max_age_seconds",
+            &[&agent, &path],
         )?;
+        let log: logs::LogRow = (col(&row, 0)?, col(&row, 1)?, col(&row, 2)?, col(&row, 3)?);
+        let id = log.0;
         // The entry, its document and the counters answer nothing: they go with the call's
         // next statement, or its commit.
         conn.defer(
@@ -347,6 +369,7 @@ impl PgTxn {
                 ..Tally::default()
             },
         )?;
+        self.log_ahead = Some((path.to_owned(), logs::state_of(Some(log))));
         Ok(to_u64(id))
     }
 
@@ -387,6 +410,9 @@ impl PgTxn {
     pub(super) fn usage(&mut self, agent: &str) -> Result<Usage, StoreError> {
         let mut usage = match self.usage_ahead.take() {
             Some(usage) => usage,
+            None if self.mode == Mode::Write && self.agent.is_none() => {
+                self.usage_to_write(agent)?
+            }
             None => usage_of(self.conn_for(agent)?.query_opt(USAGE, &[&agent])?.as_ref())?,
         };
         // The agent's reads not yet written ([`crate::storage::uncounted`]).
@@ -426,6 +452,11 @@ impl PgTxn {
     }
 
     pub(super) fn log_info(&mut self, agent: &str, path: &str) -> Result<LogState, StoreError> {
+        if let Some((appended, state)) = self.log_ahead.take()
+            && appended == path
+        {
+            return Ok(state);
+        }
         let row = self.conn_for(agent)?.query_opt(
             "SELECT last_id, entries, keep_last, max_age_seconds FROM logs
              WHERE agent_id = $1 AND path = $2",
@@ -549,10 +580,11 @@ const USAGE_COLUMNS: usize = 4;
 /// ([`super::super::remembered`]); fails with `SPST1` if not.
 const EXPECT_AGENT: &str = "SELECT scratchpad_expect_agent($1, $2)";
 
-/// What a write call left that this instance remembers for the agent's next one, asked in
-/// its commit's round trip: the agent's counters, its row's version (`xmin`), and the time
-/// the call's versions carry (the transaction's).
-pub(super) const AFTER_WRITE: &str = concat!(
+/// The agent's counters, its row's version (`xmin`), and the transaction's time: what a write
+/// call left, asked in its commit's round trip, for this instance to remember for the agent's
+/// next call (the time is the one the call's versions carry); and a write call's first look
+/// when it is at the counters.
+pub(super) const AGENT_ROW: &str = concat!(
     "SELECT ",
     counters!(),
     ", xmin::text, scratchpad_rfc3339(now()) FROM agents WHERE agent_id = $1"
@@ -631,8 +663,8 @@ fn usage_of(row: Option<&Row>) -> Result<Usage, StoreError> {
     })
 }
 
-/// The agent as [`AFTER_WRITE`]'s `row` left it, and the time the call's versions carry.
-pub(super) fn after_write(row: &Row) -> Result<(Agent, String), StoreError> {
+/// The agent as [`AGENT_ROW`]'s `row` found it, and the transaction's time.
+pub(super) fn agent_row(row: &Row) -> Result<(Agent, String), StoreError> {
     let agent = Agent {
         usage: usage_of(Some(row))?,
         row: col(row, USAGE_COLUMNS)?,
