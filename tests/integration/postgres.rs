@@ -1489,6 +1489,16 @@ fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
     s.write("a", "f", "1");
     assert_eq!(checks(&s), 1, "f never written: looked");
     assert_eq!(append(s.service(), "e3"), 3);
+    let ids = |page: &Value| -> Vec<u64> {
+        let entries = page["entries"].as_array().expect("entries");
+        entries.iter().map(|e| e["id"].as_u64().unwrap()).collect()
+    };
+    let kept = s.ok("read_log", json!({ "agent_id": "a", "path": "events" }));
+    assert_eq!(
+        ids(&kept),
+        [2, 3],
+        "the retention applied on the count remembered"
+    );
     assert_eq!(version_of(&s.write("a", "f", "2")), 2);
     assert_eq!(checks(&s), 3, "f still remembered after the append");
     // Another instance's append: this instance's memory fails the check, its call runs again.
@@ -1500,10 +1510,8 @@ fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
 
     // The retention applied at every append, on the log's state as the append left it.
     let page = s.ok("read_log", json!({ "agent_id": "a", "path": "events" }));
-    let entries: Vec<&Value> = page["entries"].as_array().unwrap().iter().collect();
-    assert_eq!(entries.len(), 2, "{page}");
-    assert_eq!(entries[0]["id"], 5, "{page}");
-    assert_eq!(entries[1]["entry"], "e6", "{page}");
+    assert_eq!(ids(&page), [5, 6], "{page}");
+    assert_eq!(page["entries"][1]["entry"], "e6", "{page}");
     // The counters remembered are those a fresh instance reads.
     let counters = |service: &Service| {
         let usage = call(service, "get_usage_stats", json!({ "agent_id": "a" })).unwrap();
@@ -1512,6 +1520,68 @@ fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
     assert_eq!(counters(s.service()), counters(&s.another_instance()));
     assert_eq!(s.usage("a")["log_entry_count"], 2);
     assert_sound(&s);
+}
+
+/// An append after this instance's own takes its entry's id from what the instance remembers
+/// of the log, and sends everything with its commit: a change beneath it that leaves the
+/// agent's row as it was (here by hand; every change the server makes moves the row) is not
+/// seen, one that moves the row is, and the call runs again on the log as it is.
+#[test]
+fn an_appends_id_comes_from_memory_under_the_check() {
+    let Some(s) = scratch() else { return };
+    let other = s.another_instance();
+    let append = |service: &Service, path: &str, entry: &str| {
+        let appended = call(
+            service,
+            "append_log",
+            json!({ "agent_id": "a", "path": path, "entry": entry }),
+        )
+        .unwrap();
+        appended["entry_id"].as_u64().expect("an entry id")
+    };
+    for i in 1..=3 {
+        assert_eq!(append(s.service(), "plan", &format!("e{i}")), i);
+    }
+    assert_eq!(append(&other, "plan", "theirs"), 4);
+    assert_eq!(
+        append(s.service(), "plan", "e5"),
+        5,
+        "the check failed: ran again"
+    );
+    assert_eq!(
+        append(s.service(), "notes", "n1"),
+        1,
+        "a log not remembered: asked"
+    );
+
+    let mut pg = s.pg();
+    pg.batch_execute("UPDATE logs SET last_id = 100 WHERE agent_id = 'a' AND path = 'plan'")
+        .unwrap();
+    assert_eq!(
+        append(s.service(), "plan", "e6"),
+        6,
+        "the id came from memory"
+    );
+    pg.batch_execute(
+        "UPDATE logs SET last_id = 200 WHERE agent_id = 'a' AND path = 'plan';
+         UPDATE agents SET total_operations = total_operations WHERE agent_id = 'a'",
+    )
+    .unwrap();
+    assert_eq!(
+        append(s.service(), "plan", "e7"),
+        201,
+        "the agent's row moved: looked"
+    );
+
+    let page = s.ok("read_log", json!({ "agent_id": "a", "path": "plan" }));
+    let ids: Vec<u64> = page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5, 6, 201], "{page}");
+    assert_eq!(s.usage("a")["log_entry_count"], 8);
 }
 
 /// What one instance remembers of an agent is never trusted once another instance wrote the

@@ -21,13 +21,15 @@
 //! A call that changes only the agent's logs (an append, a trim) leaves its files as they
 //! were: its first look, at the agent's counters, is answered from here the same way, and its
 //! commit brings the row and counters it left, so that the agent stays remembered across
-//! appends.
+//! appends. What an append left of its log (the last id, the entries, the retention) is
+//! remembered too, under the same row: the next append takes its entry's id from here and
+//! sends everything with its commit.
 //!
-//! Bounded: [`AGENTS`] agents and [`FILES`] files across them, the least recently written
-//! forgotten first.
+//! Bounded: [`AGENTS`] agents, [`FILES`] files and [`LOGS`] logs across them, the least
+//! recently written forgotten first.
 
 use scratchpad_guest::Usage;
-use scratchpad_guest::bindings::scratchpad::mcp::storage::FileState;
+use scratchpad_guest::bindings::scratchpad::mcp::storage::{FileState, LogState};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -37,6 +39,9 @@ const FILES: usize = 256;
 
 /// How many agents are remembered at most: an agent is its id and counters.
 const AGENTS: usize = 256;
+
+/// How many logs are remembered at most, across agents: a log's state is a few numbers.
+const LOGS: usize = 256;
 
 /// One agent's data as this instance's last write call of it left them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +64,8 @@ struct State {
     /// (agent, path, the file's state), the most recently written last: only of agents in
     /// `agents`, and true as of the row remembered there.
     files: VecDeque<(String, String, FileState)>,
+    /// (agent, path, the log's state), as `files` are.
+    logs: VecDeque<(String, String, LogState)>,
 }
 
 impl State {
@@ -68,14 +75,20 @@ impl State {
         let at = self.agents.iter().position(|(a, _)| a == agent);
         let known = at.and_then(|i| self.agents.remove(i));
         if known.is_none_or(|(_, known)| Some(known.row.as_str()) != before) {
-            self.files.retain(|(a, ..)| a != agent);
+            self.drop_data(agent);
         }
         self.agents.push_back((agent.to_owned(), now));
         while self.agents.len() > AGENTS {
             if let Some((gone, _)) = self.agents.pop_front() {
-                self.files.retain(|(a, ..)| *a != gone);
+                self.drop_data(&gone);
             }
         }
+    }
+
+    /// Forgets `agent`'s files and logs.
+    fn drop_data(&mut self, agent: &str) {
+        self.files.retain(|(a, ..)| a != agent);
+        self.logs.retain(|(a, ..)| a != agent);
     }
 }
 
@@ -107,11 +120,39 @@ impl Remembered {
         Some((known.clone(), file.clone()))
     }
 
+    /// `agent`'s log at `path` as this instance's last write call of the agent left it; to be
+    /// trusted only under the check of the row.
+    pub(super) fn log(&self, agent: &str, path: &str) -> Option<LogState> {
+        let state = self.state();
+        let (.., log) = state
+            .logs
+            .iter()
+            .find(|(a, p, _)| a == agent && p == path)?;
+        Some(*log)
+    }
+
     /// Forgets everything of `agent`: a call of it changed what is not remembered, or failed.
     pub(super) fn forget(&self, agent: &str) {
         let mut state = self.state();
         state.agents.retain(|(a, _)| a != agent);
-        state.files.retain(|(a, ..)| a != agent);
+        state.drop_data(agent);
+    }
+
+    /// Forgets `agent`'s logs: a call changed them in a way not remembered (a trim, a
+    /// retention), and nothing else.
+    pub(super) fn forget_logs(&self, agent: &str) {
+        self.state().logs.retain(|(a, ..)| a != agent);
+    }
+
+    /// What a call that [`Remembered::moved`] `agent` left of its log at `path`.
+    pub(super) fn remember_log(&self, agent: &str, path: &str, log: LogState) {
+        let mut state = self.state();
+        let logs = &mut state.logs;
+        logs.retain(|(a, p, _)| a != agent || p != path);
+        logs.push_back((agent.to_owned(), path.to_owned(), log));
+        while logs.len() > LOGS {
+            logs.pop_front();
+        }
     }
 
     /// What a write call of `agent` that changed no file left: its row and counters. Its
@@ -145,7 +186,7 @@ impl Remembered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scratchpad_guest::bindings::scratchpad::mcp::storage::VersionInfo;
+    use scratchpad_guest::bindings::scratchpad::mcp::storage::{Retention, VersionInfo};
 
     fn agent(row: &str, files: u64) -> Agent {
         Agent {
@@ -225,5 +266,38 @@ mod tests {
         assert_eq!(r.agent("a"), Some(agent("15", 1)));
         r.forget("a");
         assert_eq!(r.agent("a"), None);
+    }
+
+    #[test]
+    fn logs_are_kept_with_the_agents_row_as_files_are() {
+        let log = |last_id| LogState {
+            last_id,
+            entries: last_id,
+            retention: Retention {
+                keep_last: None,
+                max_age_seconds: None,
+            },
+        };
+        let r = Remembered::default();
+        r.moved("a", None, agent("10", 0));
+        r.remember_log("a", "events", log(1));
+        r.remember("a", Some("10"), agent("11", 1), "f", file(1));
+        assert_eq!(r.log("a", "events"), Some(log(1)), "a write keeps the logs");
+        r.forget_logs("a");
+        assert_eq!(r.log("a", "events"), None);
+        assert!(
+            r.recall("a", "f").is_some(),
+            "forgetting the logs keeps the files"
+        );
+        r.remember_log("a", "events", log(2));
+        r.moved("a", Some("99"), agent("12", 1));
+        assert_eq!(
+            r.log("a", "events"),
+            None,
+            "another row: the log may have changed"
+        );
+        r.remember_log("a", "events", log(3));
+        r.forget("a");
+        assert_eq!(r.log("a", "events"), None);
     }
 }

@@ -189,10 +189,24 @@ enum Track {
     /// the commit).
     Stored(Look, VersionInfo),
     /// The call's first statement was a look at the agent's counters, which found its row
-    /// at this version (`None`: no row yet), and nothing since changed a file.
-    Counters(Option<String>),
+    /// at this version (`None`: no row yet), and nothing since changed a file; what it did
+    /// to the agent's logs.
+    Counters(Option<String>, Logs),
     /// Something else.
     Other,
+}
+
+/// What a write call that changed no file did to the agent's logs, as far as remembering
+/// them goes.
+#[derive(Default)]
+enum Logs {
+    /// Nothing.
+    #[default]
+    Untouched,
+    /// One append to the log at this path, which it left in this state.
+    Appended(String, LogState),
+    /// Anything else: the agent's logs are forgotten at the commit.
+    Changed,
 }
 
 /// A write call's look at `path`, remembered or not: it found `file`, and the agent's row
@@ -281,7 +295,7 @@ impl PgTxn {
         } = change;
         // Counters moved by a log's change leave the files as they were; the commit reads the
         // counters again.
-        if !matches!(self.track, Track::Counters(_)) {
+        if !matches!(self.track, Track::Counters(..)) {
             self.track = Track::Other;
         }
         let ops = operations + self.operation_here(agent);
@@ -443,9 +457,16 @@ impl PgTxn {
                     FileState { last_version, kept },
                 );
             }
-            Track::Counters(before) => {
+            Track::Counters(before, logs) => {
                 if let Some((now, _)) = self.commit_reading_agent(agent)? {
                     self.remembered.moved(agent, before.as_deref(), now);
+                    match logs {
+                        Logs::Untouched => {}
+                        Logs::Appended(path, log) => {
+                            self.remembered.remember_log(agent, &path, log)
+                        }
+                        Logs::Changed => self.remembered.forget_logs(agent),
+                    }
                 }
             }
             Track::Nothing | Track::Looked(_) | Track::Other => {

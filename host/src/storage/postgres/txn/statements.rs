@@ -5,7 +5,7 @@
 use super::super::conn::{Owned, col, text};
 use super::super::remembered::Agent;
 use super::super::search;
-use super::{Look, PgTxn, Track};
+use super::{Logs, Look, PgTxn, Track};
 use crate::storage::{Mode, PendingSummary, StoreError, to_i64, to_u64};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{
     FileState, LogState, MatchRef, Retention, SearchMatch, VersionInfo,
@@ -38,6 +38,19 @@ macro_rules! prune_below {
         )
     };
 }
+
+/// The next entry of agent `$1`'s log at `$2`: its last id and its count of entries one
+/// more, the row made for a log's first entry.
+macro_rules! next_entry {
+    () => {
+        "INSERT INTO logs (agent_id, path, last_id, entries) VALUES ($1, $2, 1, 1)
+         ON CONFLICT (agent_id, path)
+             DO UPDATE SET last_id = logs.last_id + 1, entries = logs.entries + 1"
+    };
+}
+
+/// [`next_entry!`], for an append whose id comes from memory.
+const NEXT_ENTRY: &str = next_entry!();
 
 /// One statement for a whole write: the file's row, the version, the file's search document
 /// deleted (the next search makes the new one: see [`super::documents`]), the versions below
@@ -150,11 +163,12 @@ impl PgTxn {
     fn usage_to_write(&mut self, agent: &str) -> Result<Usage, StoreError> {
         if let Some(known) = self.remembered.agent(agent) {
             self.expect_agent(agent, &known.row)?;
-            self.track = Track::Counters(Some(known.row));
+            self.track = Track::Counters(Some(known.row), Logs::Untouched);
             return Ok(known.usage);
         }
         let row = self.conn_for(agent)?.query_opt(AGENT_ROW, &[&agent])?;
-        self.track = Track::Counters(row.as_ref().map(|r| col(r, USAGE_COLUMNS)).transpose()?);
+        let found = row.as_ref().map(|r| col(r, USAGE_COLUMNS)).transpose()?;
+        self.track = Track::Counters(found, Logs::Untouched);
         usage_of(row.as_ref())
     }
 
@@ -335,16 +349,38 @@ impl PgTxn {
     ) -> Result<u64, StoreError> {
         let (is_text, body) = log_body(entry);
         let bytes = to_i64(bytes)?;
+        let log = match self.recalled_log(agent, path) {
+            // Under the check the call holds back, the log is as this instance left it: the
+            // entry's id is the next one, and the log's row moves with the next statement.
+            Some(known) => {
+                self.conn_for(agent)?.defer(
+                    NEXT_ENTRY,
+                    vec![Box::new(agent.to_owned()), Box::new(path.to_owned())],
+                )?;
+                LogState {
+                    last_id: known.last_id.saturating_add(1),
+                    entries: known.entries.saturating_add(1),
+                    retention: known.retention,
+                }
+            }
+            None => {
+                let row = self.conn_for(agent)?.query_one(
+                    concat!(
+                        next_entry!(),
+                        " RETURNING last_id, entries, keep_last, max_age_seconds"
+                    ),
+                    &[&agent, &path],
+                )?;
+                logs::state_of(Some((
+                    col(&row, 0)?,
+                    col(&row, 1)?,
+                    col(&row, 2)?,
+                    col(&row, 3)?,
+                )))
+            }
+        };
+        let id = to_i64(log.last_id)?;
         let conn = self.conn_for(agent)?;
-        let row = conn.query_one(
-            "INSERT INTO logs (agent_id, path, last_id, entries) VALUES ($1, $2, 1, 1)
-             ON CONFLICT (agent_id, path)
-                 DO UPDATE SET last_id = logs.last_id + 1, entries = logs.entries + 1
-             RETURNING last_id, entries, keep_last, max_age_seconds",
-            &[&agent, &path],
-        )?;
-        let log: logs::LogRow = (col(&row, 0)?, col(&row, 1)?, col(&row, 2)?, col(&row, 3)?);
-        let id = log.0;
         // The entry, its document and the counters answer nothing: they go with the call's
         // next statement, or its commit.
         conn.defer(
@@ -369,8 +405,33 @@ impl PgTxn {
                 ..Tally::default()
             },
         )?;
-        self.log_ahead = Some((path.to_owned(), logs::state_of(Some(log))));
+        if let Track::Counters(_, logs) = &mut self.track {
+            *logs = match logs {
+                Logs::Untouched => Logs::Appended(path.to_owned(), log),
+                _ => Logs::Changed,
+            };
+        }
+        self.log_ahead = Some((path.to_owned(), log));
         Ok(to_u64(id))
+    }
+
+    /// The state of `agent`'s log at `path` as this instance remembers it, for a call whose
+    /// look at the agent's counters was answered from memory (and so holds back the check
+    /// that makes the memory true) and that has touched no log since.
+    fn recalled_log(&self, agent: &str, path: &str) -> Option<LogState> {
+        match &self.track {
+            Track::Counters(_, Logs::Untouched) if self.recalled => {
+                self.remembered.log(agent, path)
+            }
+            _ => None,
+        }
+    }
+
+    /// Marks the call's change to a log as one not remembered.
+    fn logs_changed(&mut self) {
+        if let Track::Counters(_, logs) = &mut self.track {
+            *logs = Logs::Changed;
+        }
     }
 
     pub(super) fn read_log(
@@ -477,6 +538,7 @@ impl PgTxn {
     ) -> Result<(), StoreError> {
         let keep = retention.keep_last.map(to_i64).transpose()?;
         let age = retention.max_age_seconds.map(to_i64).transpose()?;
+        self.logs_changed();
         self.conn_for(agent)?.defer(
             "INSERT INTO logs (agent_id, path, last_id, keep_last, max_age_seconds)
              VALUES ($1, $2, 0, $3, $4)
@@ -499,6 +561,7 @@ impl PgTxn {
     ) -> Result<u64, StoreError> {
         let age = older_than_seconds.map(to_i64).transpose()?;
         let before = to_i64(before)?;
+        self.logs_changed();
         let conn = self.conn_for(agent)?;
         // The entries, their documents and the log's count go in one statement.
         let row = conn.query_one(
