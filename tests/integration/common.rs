@@ -293,14 +293,23 @@ impl Scratch {
     }
 }
 
-/// Rebuilds the new text from the old one and a `read_file` diff, as a client would: an
-/// oracle written apart from the guest's own `apply`.
 /// The store at `db` opened as the server opens it, through its page checksums: for a test
 /// that changes rows beneath the server (a change SQLite writes whole, unlike damage).
 pub fn sql(db: &Path) -> rusqlite::Connection {
     scratchpad_store::pages::open(db, rusqlite::OpenFlags::default(), None).unwrap()
 }
 
+/// The ids of a `read_log` page's entries, in order.
+pub fn entry_ids(page: &Value) -> Vec<u64> {
+    let entries = page["entries"].as_array().expect("a page of entries");
+    entries
+        .iter()
+        .map(|e| e["id"].as_u64().expect("an id"))
+        .collect()
+}
+
+/// Rebuilds the new text from the old one and a `read_file` diff, as a client would: an
+/// oracle written apart from the guest's own `apply`.
 pub fn apply_diff(old: &str, diff: &Value) -> String {
     let old: Vec<&str> = old.split('\n').collect();
     let (mut at, mut out) = (0usize, Vec::<String>::new());

@@ -1,6 +1,6 @@
 //! Append-only logs through the whole host: ids, pages, cursors, JSON values, limits.
 
-use crate::common::Scratch;
+use crate::common::{Scratch, entry_ids};
 use scratchpad_mcp::bindings::NO_OVERRIDES;
 use serde_json::{Value, json};
 
@@ -192,13 +192,7 @@ fn forgetting_keeps_counters_exact_ids_fresh_and_the_store_sound() {
         11
     );
     let page = s.ok("read_log", json!({ "agent_id": "a", "path": "run" }));
-    let ids: Vec<u64> = page["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_u64().unwrap())
-        .collect();
-    assert_eq!(ids, vec![6, 7, 8, 9, 10, 11]);
+    assert_eq!(entry_ids(&page), vec![6, 7, 8, 9, 10, 11]);
 
     // Everything, then on again: ids continue; the store verifies; export carries it all.
     let all = s.ok("forget_log", json!({ "agent_id": "a", "path": "run" }));

@@ -5,7 +5,7 @@
 //!
 //! They need `SCRATCHPAD_TEST_POSTGRES` (see [`TestDatabase`]) and are skipped without it.
 
-use crate::common::{Scratch, TestDatabase};
+use crate::common::{Scratch, TestDatabase, entry_ids};
 use crate::sandbox::HOSTILE;
 use crate::standin::{Reply, StandIn};
 use scratchpad_guest::names::{AgentId, FilePath};
@@ -1384,6 +1384,17 @@ fn summaries_leave_with_the_versions_pruned_or_deleted() {
     assert_sound(&s);
 }
 
+/// Appends `entry` to agent "a"'s log at `path` through `service`: the entry's id.
+fn append_as_a(service: &Service, path: &str, entry: &str) -> u64 {
+    let appended = call(
+        service,
+        "append_log",
+        json!({ "agent_id": "a", "path": path, "entry": entry }),
+    )
+    .unwrap();
+    appended["entry_id"].as_u64().expect("an entry id")
+}
+
 /// The check of what an instance remembers, counted: `scratchpad_expect_agent` as migration 8
 /// made it, and a sequence (not rolled back) counting its calls.
 fn count_checks(s: &Scratch) {
@@ -1465,15 +1476,7 @@ fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
     let Some(s) = scratch() else { return };
     let other = s.another_instance();
     count_checks(&s);
-    let append = |service: &Service, entry: &str| {
-        let appended = call(
-            service,
-            "append_log",
-            json!({ "agent_id": "a", "path": "events", "entry": entry }),
-        )
-        .unwrap();
-        appended["entry_id"].as_u64().expect("an entry id")
-    };
+    let append = |service: &Service, entry: &str| append_as_a(service, "events", entry);
     s.ok(
         "forget_log",
         json!({ "agent_id": "a", "path": "events", "keep_last": 2 }),
@@ -1489,13 +1492,9 @@ fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
     s.write("a", "f", "1");
     assert_eq!(checks(&s), 1, "f never written: looked");
     assert_eq!(append(s.service(), "e3"), 3);
-    let ids = |page: &Value| -> Vec<u64> {
-        let entries = page["entries"].as_array().expect("entries");
-        entries.iter().map(|e| e["id"].as_u64().unwrap()).collect()
-    };
     let kept = s.ok("read_log", json!({ "agent_id": "a", "path": "events" }));
     assert_eq!(
-        ids(&kept),
+        entry_ids(&kept),
         [2, 3],
         "the retention applied on the count remembered"
     );
@@ -1510,7 +1509,7 @@ fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
 
     // The retention applied at every append, on the log's state as the append left it.
     let page = s.ok("read_log", json!({ "agent_id": "a", "path": "events" }));
-    assert_eq!(ids(&page), [5, 6], "{page}");
+    assert_eq!(entry_ids(&page), [5, 6], "{page}");
     assert_eq!(page["entries"][1]["entry"], "e6", "{page}");
     // The counters remembered are those a fresh instance reads.
     let counters = |service: &Service| {
@@ -1530,15 +1529,7 @@ fn an_append_keeps_what_this_instance_remembers_of_the_agent() {
 fn an_appends_id_comes_from_memory_under_the_check() {
     let Some(s) = scratch() else { return };
     let other = s.another_instance();
-    let append = |service: &Service, path: &str, entry: &str| {
-        let appended = call(
-            service,
-            "append_log",
-            json!({ "agent_id": "a", "path": path, "entry": entry }),
-        )
-        .unwrap();
-        appended["entry_id"].as_u64().expect("an entry id")
-    };
+    let append = append_as_a;
     for i in 1..=3 {
         assert_eq!(append(s.service(), "plan", &format!("e{i}")), i);
     }
@@ -1574,13 +1565,7 @@ fn an_appends_id_comes_from_memory_under_the_check() {
     );
 
     let page = s.ok("read_log", json!({ "agent_id": "a", "path": "plan" }));
-    let ids: Vec<u64> = page["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_u64().unwrap())
-        .collect();
-    assert_eq!(ids, [1, 2, 3, 4, 5, 6, 201], "{page}");
+    assert_eq!(entry_ids(&page), [1, 2, 3, 4, 5, 6, 201], "{page}");
     assert_eq!(s.usage("a")["log_entry_count"], 8);
 }
 
