@@ -77,6 +77,29 @@ pub fn anonymous_mib(pid: u32) -> f64 {
     status_mib(pid, ["RssAnon:"])[0]
 }
 
+/// CPU time process `pid` has used so far, user and system, in every thread (those that
+/// ended included): the kernel's clock of the process, to the nanosecond (where /proc
+/// counts in ticks of 10 ms). Zero for a process gone.
+#[allow(unsafe_code)] // The process's CPU clock has no safe wrapper in std.
+pub fn cpu_time(pid: u32) -> Duration {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return Duration::ZERO;
+    };
+    let mut clock: libc::clockid_t = 0;
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: both out-pointers are valid for the calls; a pid that is gone is an error code.
+    let read = unsafe {
+        libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut now) == 0
+    };
+    match (read, u64::try_from(now.tv_sec), u32::try_from(now.tv_nsec)) {
+        (true, Ok(secs), Ok(nanos)) => Duration::new(secs, nanos),
+        _ => Duration::ZERO,
+    }
+}
+
 /// A duration in milliseconds, as the tables show it.
 pub fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
@@ -107,6 +130,27 @@ mod tests {
             .chain(turn('b', 2 * TURN..n))
             .collect();
         assert_eq!(made, expected);
+    }
+
+    /// This process's CPU time moves on as it works; a process gone has none.
+    #[test]
+    fn cpu_time_counts_what_a_process_spends() {
+        let me = std::process::id();
+        let before = cpu_time(me);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut x = 0u64;
+        while cpu_time(me) - before < Duration::from_millis(100) && Instant::now() < deadline {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+        let spent = cpu_time(me) - before;
+        assert!(spent >= Duration::from_millis(100), "{spent:?}");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        assert_eq!(cpu_time(gone), Duration::ZERO);
+        assert_eq!(cpu_time(u32::MAX), Duration::ZERO);
     }
 
     #[test]

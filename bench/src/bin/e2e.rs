@@ -12,7 +12,7 @@
 
 use scratchpad_bench::database::Database;
 use scratchpad_bench::document;
-use scratchpad_bench::report::{Run, anonymous_mib, memory_mib, ms, row};
+use scratchpad_bench::report::{Run, anonymous_mib, cpu_time, memory_mib, ms, row};
 use serde_json::{Value, json};
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
@@ -294,10 +294,13 @@ struct Lane {
     agent: String,
 }
 
-/// Each lane's writes and reads, by who made them.
+/// Each lane's writes and reads, by who made them, and the CPU time its process spent on
+/// them.
 struct Runs {
     writes: Vec<(Who, Run)>,
     reads: Vec<(Who, Run)>,
+    write_cpu: Vec<(Who, Duration)>,
+    read_cpu: Vec<(Who, Duration)>,
 }
 
 impl Runs {
@@ -313,27 +316,61 @@ impl Runs {
     fn both(&self, who: Who) -> Option<(&Run, &Run)> {
         self.writes(who).zip(self.reads(who))
     }
+
+    /// The CPU time `who`'s process spent on its writes and on its reads.
+    fn cpu(&self, who: Who) -> Option<(Duration, Duration)> {
+        find(&self.write_cpu, who)
+            .copied()
+            .zip(find(&self.read_cpu, who).copied())
+    }
 }
 
-/// The run `who` made among `runs`.
-fn find(runs: &[(Who, Run)], who: Who) -> Option<&Run> {
-    runs.iter().find(|(w, _)| *w == who).map(|(_, run)| run)
+/// What `who` made among `made`.
+fn find<T>(made: &[(Who, T)], who: Who) -> Option<&T> {
+    made.iter().find(|(w, _)| *w == who).map(|(_, it)| it)
 }
 
 /// Every lane but the peer writes, then every lane reads, in turns ([`Run::in_turns`]): the
 /// peer, which keeps no versions, reads its whole document beside our reads since a version.
+/// Each lane's process's CPU time is read before and after each phase: while the others
+/// take their turns it waits on its pipe, using none.
 fn side_by_side(lanes: &mut [Lane], n: usize) -> Runs {
     let mut writers: Vec<&mut Lane> = lanes.iter_mut().filter(|l| l.who != Who::Peer).collect();
+    let started = cpu_of(writers.iter().map(|l| &**l));
     let writes = Run::in_turns(&mut writers, n, |l, i| write(&mut l.server, &l.agent, i));
+    let write_cpu = spent_since(writers.iter().map(|l| &**l), started);
     let writes = writers.iter().map(|l| l.who).zip(writes).collect();
+    let started = cpu_of(lanes.iter());
     let reads = Run::in_turns(lanes, n, |l, i| match l.who {
         Who::Peer => {
             l.server.call("memory_read", json!({ "category": "plan" }));
         }
         _ => read(&mut l.server, &l.agent, n, i),
     });
+    let read_cpu = spent_since(lanes.iter(), started);
     let reads = lanes.iter().map(|l| l.who).zip(reads).collect();
-    Runs { writes, reads }
+    Runs {
+        writes,
+        reads,
+        write_cpu,
+        read_cpu,
+    }
+}
+
+/// Each lane's process's CPU time so far.
+fn cpu_of<'a>(lanes: impl Iterator<Item = &'a Lane>) -> Vec<Duration> {
+    lanes.map(|l| cpu_time(l.server.child.id())).collect()
+}
+
+/// The CPU time each lane's process spent since `started` ([`cpu_of`] the same lanes).
+fn spent_since<'a>(
+    lanes: impl Iterator<Item = &'a Lane>,
+    started: Vec<Duration>,
+) -> Vec<(Who, Duration)> {
+    lanes
+        .zip(started)
+        .map(|(l, then)| (l.who, cpu_time(l.server.child.id()).saturating_sub(then)))
+        .collect()
 }
 
 /// Rows of calls per second and latency, one call at a time: the writes and reads timed side
@@ -384,20 +421,42 @@ fn floor(floor_bin: &Path, store: &[&OsStr]) -> Option<Server> {
     Some(Server::start_on(floor_bin, store, Path::new("unused")))
 }
 
-/// The server's writes and reads over stdio beside the floor's on the same store; `on` is
-/// added to each row's name.
-fn floor_rows(on: &str, server: (&Run, &Run), floor: (&Run, &Run), goal: &str) {
-    ratio_row(
-        &format!("write_file over stdio{on}, server / stdio floor"),
-        server.0,
-        floor.0,
-        goal,
-    );
-    ratio_row(
-        &format!("read_file since a version over stdio{on}, server / stdio floor (one select)"),
-        server.1,
-        floor.1,
-        goal,
+/// The server's writes and reads over stdio beside the floor's on the same store, their
+/// latency and their CPU; `on` is added to each row's name.
+fn floor_rows(runs: &Runs, (server, floor): (Who, Who), on: &str, goal: &str) {
+    let (Some(ours), Some(theirs)) = (runs.both(server), runs.both(floor)) else {
+        return;
+    };
+    let write = format!("write_file over stdio{on}, server / stdio floor");
+    let read =
+        format!("read_file since a version over stdio{on}, server / stdio floor (one select)");
+    ratio_row(&write, ours.0, theirs.0, goal);
+    ratio_row(&read, ours.1, theirs.1, goal);
+    if let (Some(ours_cpu), Some(theirs_cpu)) = (runs.cpu(server), runs.cpu(floor)) {
+        let calls = ours.0.0.len();
+        cpu_row(&format!("CPU a {write}"), ours_cpu.0, theirs_cpu.0, calls);
+        cpu_row(&format!("CPU a {read}"), ours_cpu.1, theirs_cpu.1, calls);
+    }
+}
+
+/// One row: the CPU time a call of one process over another's, each the process's whole
+/// (every thread, user and system) over the same `calls` as the p50s above it. What neither
+/// a disk's sync nor the machine's waking moves: on a machine whose idle processor wakes
+/// slowly, a process that works longer between syncs can wait far longer for each (see
+/// BENCHMARKS.md, 2026-12-07, fifth sitting), and the latency ratio swings with it.
+fn cpu_row(what: &str, ours: Duration, theirs: Duration, calls: usize) {
+    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls as f64;
+    row(
+        what,
+        format!(
+            "{:.2}x",
+            ours.as_secs_f64() / theirs.as_secs_f64().max(f64::EPSILON)
+        ),
+        format!(
+            "{:.0} µs vs {:.0} µs of CPU a call, every thread of each process",
+            per_call(ours),
+            per_call(theirs)
+        ),
     );
 }
 
@@ -450,14 +509,12 @@ fn postgres_rows(pg: &mut Lane, runs: &Runs, n: usize, on: &str) {
     if let Some(before) = runs.both(Who::PostgresBefore) {
         before_rows(" on PostgreSQL", (pg_writes, pg_reads), before);
     }
-    if let Some(pg_floor) = runs.both(Who::PostgresFloor) {
-        floor_rows(
-            " on PostgreSQL",
-            (pg_writes, pg_reads),
-            pg_floor,
-            "the floor: one statement, one round trip",
-        );
-    }
+    floor_rows(
+        runs,
+        (Who::Postgres, Who::PostgresFloor),
+        " on PostgreSQL",
+        "the floor: one statement, one round trip",
+    );
     if let (Some(pg_floor), Some(floor)) =
         (runs.writes(Who::PostgresFloor), runs.writes(Who::Floor))
     {
@@ -702,19 +759,23 @@ fn main() {
         "write_file, one file again and again: last tenth / first",
         server_writes,
     );
-    if let Some(floor) = runs.both(Who::Floor) {
-        floor_rows("", (server_writes, server_reads), floor, "goal ≤ 1.3x");
-    }
+    floor_rows(&runs, (Who::Server, Who::Floor), "", "goal ≤ 1.3x");
     if let Some(before) = runs.both(Who::Before) {
         before_rows("", (server_writes, server_reads), before);
     }
     if let Some(peer) = runs.reads(Who::Peer) {
-        ratio_row(
-            "read_file since a version / mcp-memory-rs 0.3.1 memory_read (whole document)",
-            server_reads,
-            peer,
-            "goal ≤ 1.0x",
-        );
+        let what = "read_file since a version / mcp-memory-rs 0.3.1 memory_read (whole document)";
+        ratio_row(what, server_reads, peer, "goal ≤ 1.0x");
+        if let (Some((_, ours)), Some(theirs)) =
+            (runs.cpu(Who::Server), find(&runs.read_cpu, Who::Peer))
+        {
+            cpu_row(
+                &format!("CPU a {what}"),
+                ours,
+                *theirs,
+                server_reads.0.len(),
+            );
+        }
     }
     let mut others: Vec<Lane> = lanes.collect();
     let pg = others.iter_mut().find(|l| l.who == Who::Postgres);
