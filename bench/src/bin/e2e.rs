@@ -630,6 +630,51 @@ fn wal_rows(s: &mut Server, db: &Path, floor_db: &Path) {
     );
 }
 
+/// What a sync costs on this run's disk, right after the last one and after a call's worth
+/// of work: a write's WAL (9 frames of a 4 KiB page) then `fdatasync`, `rounds` rounds of 20
+/// each way taken in turns. On a machine where the two differ much, a process that works
+/// longer between its syncs waits longer for each, and the write ratios above swing from run
+/// to run while the CPU ones hold (BENCHMARKS.md, 2026-12-07, fifth sitting).
+fn sync_row(file: &Path, rounds: usize) {
+    use std::os::unix::fs::FileExt;
+    const FRAMES: usize = 9;
+    const FRAME: usize = 4096 + 24;
+    const WORK: Duration = Duration::from_micros(150);
+    let wal = std::fs::File::create(file).expect("the sync probe's file");
+    let frame: Vec<u8> = (0..FRAME).map(|i| (i % 251) as u8).collect();
+    let mut at = 0;
+    let mut sync_after = |work: Duration| {
+        let worked = Instant::now();
+        while worked.elapsed() < work {
+            std::hint::spin_loop();
+        }
+        for _ in 0..FRAMES {
+            wal.write_at(&frame, at).expect("the probe's write");
+            at = (at + FRAME as u64) % (1 << 22);
+        }
+        let t = Instant::now();
+        wal.sync_data().expect("the probe's sync");
+        t.elapsed()
+    };
+    let (mut at_once, mut after_work) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        at_once.extend((0..20).map(|_| sync_after(Duration::ZERO)));
+        after_work.extend((0..20).map(|_| sync_after(WORK)));
+    }
+    let (at_once, after_work) = (Run(at_once).quantile(0.5), Run(after_work).quantile(0.5));
+    row(
+        "fdatasync of a write's WAL (9 pages), after 150 µs of work / right after the last",
+        format!("{:.2}x", after_work.as_secs_f64() / at_once.as_secs_f64()),
+        format!(
+            "p50 {} vs {}; this disk, this run: where it is far above 1x, work between syncs \
+             is paid for again in waiting",
+            ms(after_work),
+            ms(at_once)
+        ),
+    );
+    std::fs::remove_file(file).ok();
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -791,6 +836,7 @@ fn main() {
         &tmp.path().join("calls.db"),
         &tmp.path().join("floor.db"),
     );
+    sync_row(&tmp.path().join("sync-probe"), if quick { 2 } else { 20 });
     row(
         "resident memory, idle",
         format!("{idle_rss:.1} MiB"),
