@@ -209,32 +209,35 @@ pub fn put_version(
     )
 }
 
-/// See `prune-versions` in the WIT: drops the versions of the file `row` below
-/// `keep_from`, and their summaries.
+/// See `prune-versions` in the WIT: drops the versions of `path` below `keep_from`, and their
+/// summaries. Each statement finds the file's row itself, and the versions say what they
+/// freed as they go: a prune that drops nothing (a path never written, or one with no
+/// version that old) changes nothing, its counters and generation included.
 pub fn prune_versions(
     conn: &Connection,
     agent: &str,
-    row: FileRow,
+    path: &str,
     keep_from: u64,
 ) -> Result<(), Error> {
+    const OF_THE_FILE: &str =
+        "file_id = (SELECT id FROM files WHERE agent_id = ?1 AND path = ?2) AND version < ?3";
     let keep_from = to_i64(keep_from)?;
-    let freed: i64 = conn
-        .prepare_cached(
-            "SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1 AND version < ?2",
-        )?
-        .query_row(params![row.id, keep_from], |r| r.get(0))?;
-    for sql in [
-        "DELETE FROM versions WHERE file_id = ?1 AND version < ?2",
-        "DELETE FROM summaries WHERE file_id = ?1 AND version < ?2",
-    ] {
-        conn.prepare_cached(sql)?
-            .execute(params![row.id, keep_from])?;
+    let freed = conn
+        .prepare_cached(&format!(
+            "DELETE FROM versions WHERE {OF_THE_FILE} RETURNING bytes"
+        ))?
+        .query_map(params![agent, path, keep_from], |r| r.get::<_, i64>(0))?
+        .collect::<Result<Vec<i64>, _>>()?;
+    if freed.is_empty() {
+        return Ok(());
     }
+    conn.prepare_cached(&format!("DELETE FROM summaries WHERE {OF_THE_FILE}"))?
+        .execute(params![agent, path, keep_from])?;
     count(
         conn,
         agent,
         Tally {
-            bytes: -freed,
+            bytes: -freed.iter().sum::<i64>(),
             changes: 1,
             ..Tally::default()
         },
@@ -466,4 +469,71 @@ pub fn store_summary(conn: &Connection, s: &Summary) -> Result<bool, Error> {
             s.summary
         ])?;
     Ok(stored == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema;
+
+    fn store() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        schema::migrate(&conn).unwrap();
+        conn
+    }
+
+    fn agents(conn: &Connection) -> i64 {
+        conn.query_row("SELECT count(*) FROM agents", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// A prune frees the bytes of the versions it drops, and their summaries, and moves the
+    /// agent's generation; one that drops nothing changes nothing, not even for an agent or a
+    /// path never written.
+    #[test]
+    fn a_prune_counts_what_it_drops_and_a_prune_of_nothing_changes_nothing() {
+        let conn = store();
+        prune_versions(&conn, "nobody", "f", 5).unwrap();
+        assert_eq!(agents(&conn), 0, "no row for an agent never written");
+
+        put_version(&conn, "a", "f", 1, "one", false).unwrap();
+        put_version(&conn, "a", "f", 2, "three", true).unwrap();
+        put_version(&conn, "b", "f", 1, "another agent's", false).unwrap();
+        store_summary(&conn, &Summary::new("a", "f", 1, "m", "short")).unwrap();
+        let before = (
+            usage(&conn, "a").unwrap().total_bytes,
+            generation(&conn, "a").unwrap(),
+        );
+        assert_eq!(before.0, 8);
+
+        prune_versions(&conn, "a", "f", 1).unwrap();
+        prune_versions(&conn, "a", "never written", 3).unwrap();
+        assert_eq!(
+            (
+                usage(&conn, "a").unwrap().total_bytes,
+                generation(&conn, "a").unwrap()
+            ),
+            before,
+            "nothing below version 1, and no such path"
+        );
+
+        prune_versions(&conn, "a", "f", 2).unwrap();
+        assert_eq!(
+            usage(&conn, "a").unwrap().total_bytes,
+            5,
+            "version 1's 3 bytes freed"
+        );
+        assert_ne!(generation(&conn, "a").unwrap(), before.1);
+        assert_eq!(read_version(&conn, "a", "f", 1).unwrap(), None);
+        assert_eq!(cached_summary(&conn, "a", "f", 1, "m").unwrap(), None);
+        assert_eq!(
+            read_version(&conn, "a", "f", 2).unwrap().as_deref(),
+            Some("three")
+        );
+        assert_eq!(
+            read_version(&conn, "b", "f", 1).unwrap().as_deref(),
+            Some("another agent's")
+        );
+        assert_eq!(usage(&conn, "b").unwrap().total_bytes, 15);
+    }
 }

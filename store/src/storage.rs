@@ -102,10 +102,12 @@ impl Storage for Tx<'_> {
     ) -> Result<(), StorageError> {
         let row = rows::file_row(self.conn, a.as_str(), p.as_str())?;
         check_prune(p.as_str(), keep_from, row.and_then(|r| r.current))?;
-        match row {
-            Some(row) => Ok(rows::prune_versions(self.conn, a.as_str(), row, keep_from)?),
-            None => Ok(()),
-        }
+        Ok(rows::prune_versions(
+            self.conn,
+            a.as_str(),
+            p.as_str(),
+            keep_from,
+        )?)
     }
     fn delete_file(&self, a: &AgentId, p: &FilePath) -> Result<bool, StorageError> {
         Ok(rows::delete_file(self.conn, a.as_str(), p.as_str())?)

@@ -421,21 +421,28 @@ fn floor(floor_bin: &Path, store: &[&OsStr]) -> Option<Server> {
     Some(Server::start_on(floor_bin, store, Path::new("unused")))
 }
 
-/// The server's writes and reads over stdio beside the floor's on the same store, their
-/// latency and their CPU; `on` is added to each row's name.
-fn floor_rows(runs: &Runs, (server, floor): (Who, Who), on: &str, goal: &str) {
-    let (Some(ours), Some(theirs)) = (runs.both(server), runs.both(floor)) else {
+/// The server's writes and reads over stdio beside the floor's on the same store; `on` is
+/// added to each row's name.
+fn floor_rows(runs: &Runs, lanes: (Who, Who), on: &str, goal: &str) {
+    let names = (
+        format!("write_file over stdio{on}, server / stdio floor"),
+        format!("read_file since a version over stdio{on}, server / stdio floor (one select)"),
+    );
+    pair_rows(runs, lanes, names, goal);
+}
+
+/// `ours`'s writes and reads over `theirs`'s, their p50 and their CPU a call, in rows named
+/// `write` and `read`; nothing when either lane is missing.
+fn pair_rows(runs: &Runs, (ours, theirs): (Who, Who), (write, read): (String, String), goal: &str) {
+    let (Some(our_runs), Some(their_runs)) = (runs.both(ours), runs.both(theirs)) else {
         return;
     };
-    let write = format!("write_file over stdio{on}, server / stdio floor");
-    let read =
-        format!("read_file since a version over stdio{on}, server / stdio floor (one select)");
-    ratio_row(&write, ours.0, theirs.0, goal);
-    ratio_row(&read, ours.1, theirs.1, goal);
-    if let (Some(ours_cpu), Some(theirs_cpu)) = (runs.cpu(server), runs.cpu(floor)) {
-        let calls = ours.0.0.len();
-        cpu_row(&format!("CPU a {write}"), ours_cpu.0, theirs_cpu.0, calls);
-        cpu_row(&format!("CPU a {read}"), ours_cpu.1, theirs_cpu.1, calls);
+    ratio_row(&write, our_runs.0, their_runs.0, goal);
+    ratio_row(&read, our_runs.1, their_runs.1, goal);
+    if let (Some(our_cpu), Some(their_cpu)) = (runs.cpu(ours), runs.cpu(theirs)) {
+        let calls = our_runs.0.0.len();
+        cpu_row(&format!("CPU a {write}"), our_cpu.0, their_cpu.0, calls);
+        cpu_row(&format!("CPU a {read}"), our_cpu.1, their_cpu.1, calls);
     }
 }
 
@@ -506,9 +513,7 @@ fn postgres_rows(pg: &mut Lane, runs: &Runs, n: usize, on: &str) {
         "write_file on PostgreSQL, one file again and again: last tenth / first",
         pg_writes,
     );
-    if let Some(before) = runs.both(Who::PostgresBefore) {
-        before_rows(" on PostgreSQL", (pg_writes, pg_reads), before);
-    }
+    before_rows(runs, (Who::Postgres, Who::PostgresBefore), " on PostgreSQL");
     floor_rows(
         runs,
         (Who::Postgres, Who::PostgresFloor),
@@ -529,19 +534,16 @@ fn postgres_rows(pg: &mut Lane, runs: &Runs, n: usize, on: &str) {
 
 /// This build's writes and reads over those of the build before it (`SCRATCHPAD_BIN_BEFORE`),
 /// taken in turns on the same store (`on` names it).
-fn before_rows(on: &str, (writes, reads): (&Run, &Run), before: (&Run, &Run)) {
-    let goal = "a change, measured in turns with the build before it";
-    ratio_row(
-        &format!("write_file over stdio{on}, this build / SCRATCHPAD_BIN_BEFORE"),
-        writes,
-        before.0,
-        goal,
+fn before_rows(runs: &Runs, lanes: (Who, Who), on: &str) {
+    let names = (
+        format!("write_file over stdio{on}, this build / SCRATCHPAD_BIN_BEFORE"),
+        format!("read_file since a version over stdio{on}, this build / SCRATCHPAD_BIN_BEFORE"),
     );
-    ratio_row(
-        &format!("read_file since a version over stdio{on}, this build / SCRATCHPAD_BIN_BEFORE"),
-        reads,
-        before.1,
-        goal,
+    pair_rows(
+        runs,
+        lanes,
+        names,
+        "a change, measured in turns with the build before it",
     );
 }
 
@@ -805,9 +807,7 @@ fn main() {
         server_writes,
     );
     floor_rows(&runs, (Who::Server, Who::Floor), "", "goal ≤ 1.3x");
-    if let Some(before) = runs.both(Who::Before) {
-        before_rows("", (server_writes, server_reads), before);
-    }
+    before_rows(&runs, (Who::Server, Who::Before), "");
     if let Some(peer) = runs.reads(Who::Peer) {
         let what = "read_file since a version / mcp-memory-rs 0.3.1 memory_read (whole document)";
         ratio_row(what, server_reads, peer, "goal ≤ 1.0x");

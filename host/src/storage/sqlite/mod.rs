@@ -457,10 +457,7 @@ impl SqliteTxn {
 
     fn prune_versions(&self, agent: &str, path: &str, keep_from: u64) -> Result<(), StoreError> {
         self.lock_for_writing(agent)?;
-        match rows::file_row(self.conn(), agent, path)? {
-            Some(row) => Ok(rows::prune_versions(self.conn(), agent, row, keep_from)?),
-            None => Ok(()),
-        }
+        Ok(rows::prune_versions(self.conn(), agent, path, keep_from)?)
     }
 
     fn delete_file(&self, agent: &str, path: &str) -> Result<bool, StoreError> {
