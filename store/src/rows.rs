@@ -254,11 +254,11 @@ pub fn delete_file(conn: &Connection, agent: &str, path: &str) -> Result<bool, E
     else {
         return Ok(false);
     };
-    let freed: i64 = conn
-        .prepare_cached("SELECT COALESCE(SUM(bytes), 0) FROM versions WHERE file_id = ?1")?
-        .query_row([id], |r| r.get(0))?;
+    let freed = conn
+        .prepare_cached("DELETE FROM versions WHERE file_id = ?1 RETURNING bytes")?
+        .query_map([id], |r| r.get::<_, i64>(0))?
+        .sum::<Result<i64, _>>()?;
     for sql in [
-        "DELETE FROM versions WHERE file_id = ?1",
         "DELETE FROM summaries WHERE file_id = ?1",
         "UPDATE files SET current_version = NULL, current_bytes = NULL WHERE id = ?1",
     ] {
