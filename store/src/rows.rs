@@ -222,13 +222,8 @@ pub fn prune_versions(
     const OF_THE_FILE: &str =
         "file_id = (SELECT id FROM files WHERE agent_id = ?1 AND path = ?2) AND version < ?3";
     let keep_from = to_i64(keep_from)?;
-    let freed = conn
-        .prepare_cached(&format!(
-            "DELETE FROM versions WHERE {OF_THE_FILE} RETURNING bytes"
-        ))?
-        .query_map(params![agent, path, keep_from], |r| r.get::<_, i64>(0))?
-        .collect::<Result<Vec<i64>, _>>()?;
-    if freed.is_empty() {
+    let (dropped, freed) = drop_versions(conn, OF_THE_FILE, params![agent, path, keep_from])?;
+    if dropped == 0 {
         return Ok(());
     }
     conn.prepare_cached(&format!("DELETE FROM summaries WHERE {OF_THE_FILE}"))?
@@ -237,11 +232,30 @@ pub fn prune_versions(
         conn,
         agent,
         Tally {
-            bytes: -freed.iter().sum::<i64>(),
+            bytes: -freed,
             changes: 1,
             ..Tally::default()
         },
     )
+}
+
+/// Drops the versions that `filter` (a `WHERE` clause over `versions`, with `params`) picks:
+/// how many went, and the bytes they freed, told by the delete itself as it goes.
+fn drop_versions(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<(usize, i64), Error> {
+    let mut delete = conn.prepare_cached(&format!(
+        "DELETE FROM versions WHERE {filter} RETURNING bytes"
+    ))?;
+    let mut gone = delete.query(params)?;
+    let (mut dropped, mut freed) = (0, 0_i64);
+    while let Some(row) = gone.next()? {
+        dropped += 1;
+        freed += row.get::<_, i64>(0)?;
+    }
+    Ok((dropped, freed))
 }
 
 /// See `delete-file` in the WIT. Returns whether the file existed.
@@ -254,10 +268,7 @@ pub fn delete_file(conn: &Connection, agent: &str, path: &str) -> Result<bool, E
     else {
         return Ok(false);
     };
-    let freed = conn
-        .prepare_cached("DELETE FROM versions WHERE file_id = ?1 RETURNING bytes")?
-        .query_map([id], |r| r.get::<_, i64>(0))?
-        .sum::<Result<i64, _>>()?;
+    let (_, freed) = drop_versions(conn, "file_id = ?1", [id])?;
     for sql in [
         "DELETE FROM summaries WHERE file_id = ?1",
         "UPDATE files SET current_version = NULL, current_bytes = NULL WHERE id = ?1",
