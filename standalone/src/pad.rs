@@ -18,7 +18,7 @@
 use crate::lease::{Folder, LEASE, Lease, LeaseError};
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_guest::{LimitOverrides, StorageError, ToolError};
-use scratchpad_store::rows::{self, Tally};
+use scratchpad_store::rows::{Pending, Tally};
 use scratchpad_store::rusqlite::{Connection, OpenFlags};
 use scratchpad_store::schema::migrate;
 use scratchpad_store::storage::Tx;
@@ -122,22 +122,26 @@ impl<F: Folder> Pad<F> {
         let before = self.conn.total_changes();
         let answer = {
             let uncounted = self.uncounted.borrow();
-            run(&Tx::new(&self.conn, &self.index, self.limits, &uncounted))
+            let tx = Tx::new(&self.conn, &self.index, self.limits, &uncounted);
+            run(&tx).and_then(|answer| {
+                let wrote = self.conn.total_changes() != before;
+                if wrote {
+                    self.count_owed(tx.pending(), Some(agent))
+                        .map_err(storage_failure)?;
+                    self.lease.renew().map_err(lease_failure)?;
+                }
+                control(&self.conn, "COMMIT").map_err(|e| storage_failure(e.into()))?;
+                Ok((answer, wrote))
+            })
         };
-        let answer = answer.and_then(|answer| {
-            let wrote = self.conn.total_changes() != before;
-            if wrote {
-                self.count_owed(Some(agent)).map_err(storage_failure)?;
-                self.lease.renew().map_err(lease_failure)?;
-            }
-            control(&self.conn, "COMMIT").map_err(|e| storage_failure(e.into()))?;
+        let answer = answer.map(|(answer, wrote)| {
             let mut uncounted = self.uncounted.borrow_mut();
             if wrote {
                 uncounted.clear();
             } else {
                 *uncounted.entry(agent.to_owned()).or_default() += 1;
             }
-            Ok(answer)
+            answer
         });
         if answer.is_err() && !self.conn.is_autocommit() {
             // Nothing of a failed call stays; if even the rollback fails, the journal
@@ -147,18 +151,24 @@ impl<F: Folder> Pad<F> {
         answer
     }
 
-    /// Writes every operation owed by earlier reads, and this call's (of `agent`) if any.
-    fn count_owed(&self, agent: Option<&str>) -> Result<(), scratchpad_store::Error> {
+    /// Writes what a call changed of the counters (`pending`) with every operation owed by
+    /// earlier reads, and this call's (of `agent`) if any: one statement an agent.
+    fn count_owed(
+        &self,
+        pending: &Pending,
+        agent: Option<&str>,
+    ) -> Result<(), scratchpad_store::Error> {
         let operations = |operations: u64| Tally {
             operations: i64::try_from(operations).unwrap_or(i64::MAX),
             ..Tally::default()
         };
         for (owed, n) in self.uncounted.borrow().iter() {
-            rows::count(&self.conn, owed, operations(*n))?;
+            pending.add(owed, operations(*n));
         }
-        agent.map_or(Ok(()), |agent| {
-            rows::count(&self.conn, agent, operations(1))
-        })
+        if let Some(agent) = agent {
+            pending.add(agent, operations(1));
+        }
+        pending.write(&self.conn)
     }
 
     /// Whether this process still holds the store (another may have taken it over).
@@ -172,7 +182,7 @@ impl<F: Folder> Pad<F> {
         if !self.uncounted.borrow().is_empty() && self.lease.renew().is_ok() {
             let written = control(&self.conn, "BEGIN")
                 .map_err(scratchpad_store::Error::from)
-                .and_then(|()| self.count_owed(None))
+                .and_then(|()| self.count_owed(&Pending::default(), None))
                 .and_then(|()| Ok(control(&self.conn, "COMMIT")?));
             if written.is_err() && !self.conn.is_autocommit() {
                 let _ = control(&self.conn, "ROLLBACK");

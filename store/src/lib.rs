@@ -163,8 +163,9 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         keep_statements(&conn).unwrap();
         schema::migrate(&conn).unwrap();
-        rows::put_version(&conn, "a", "f", 1, "one", false).unwrap();
-        rows::put_version(&conn, "a", "f", 2, "two", true).unwrap();
+        let pending = rows::Pending::default();
+        rows::put_version(&conn, &pending, "a", "f", 1, "one", false).unwrap();
+        rows::put_version(&conn, &pending, "a", "f", 2, "two", true).unwrap();
         for version in [1, 2, 1, 2] {
             assert!(
                 rows::read_version(&conn, "a", "f", version)
@@ -187,8 +188,9 @@ mod tests {
             let conn = Connection::open_in_memory().unwrap();
             schema::migrate(&conn).unwrap();
             let big = "x".repeat(1 << 16);
+            let pending = rows::Pending::default();
             for version in 1..=3 {
-                rows::put_version(&conn, "a", "f", version, &big, version > 1).unwrap();
+                rows::put_version(&conn, &pending, "a", "f", version, &big, version > 1).unwrap();
             }
             if upgraded {
                 conn.execute_batch("DROP INDEX versions_meta; PRAGMA user_version = 6;")

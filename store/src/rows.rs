@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{FileState, Retention, VersionInfo};
 use scratchpad_guest::ports::content_hash;
 use scratchpad_guest::{FileMeta, LogEntry, LogValue, Usage};
+use std::cell::RefCell;
 
 /// A change to an agent's counters: each field is added (negative to take away).
 #[derive(Clone, Copy, Debug, Default)]
@@ -31,8 +32,55 @@ pub struct Tally {
     pub changes: i64,
 }
 
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, more: Self) {
+        self.bytes += more.bytes;
+        self.files += more.files;
+        self.log_entries += more.log_entries;
+        self.operations += more.operations;
+        self.changes += more.changes;
+    }
+}
+
+/// What one call has changed of its agents' counters and not yet written. The rows a call
+/// changes are written as it goes; the counters once, when it commits ([`Pending::write`]):
+/// a `write_file` changes its agent's counters three times (the version, the prune, the
+/// operation), and would otherwise update the agent's row as often. Within the call, what
+/// reads the counters adds these ([`usage`]). Dropped unwritten, they go with the call.
+#[derive(Debug, Default)]
+pub struct Pending(RefCell<Vec<(String, Tally)>>);
+
+impl Pending {
+    /// Adds `change` to `agent`'s pending counters.
+    pub fn add(&self, agent: &str, change: Tally) {
+        let mut pending = self.0.borrow_mut();
+        match pending.iter_mut().find(|(a, _)| a == agent) {
+            Some((_, tally)) => *tally += change,
+            None => pending.push((agent.to_owned(), change)),
+        }
+    }
+
+    /// What is pending for `agent`.
+    fn of(&self, agent: &str) -> Tally {
+        let pending = self.0.borrow();
+        pending
+            .iter()
+            .find_map(|(a, tally)| (a == agent).then_some(*tally))
+            .unwrap_or_default()
+    }
+
+    /// Writes every agent's pending counters (one statement an agent), creating its row on
+    /// first use, and forgets them.
+    pub fn write(&self, conn: &Connection) -> Result<(), Error> {
+        self.0
+            .take()
+            .iter()
+            .try_for_each(|(agent, change)| count(conn, agent, *change))
+    }
+}
+
 /// Adds `change` to `agent`'s counters, creating its row on first use.
-pub fn count(conn: &Connection, agent: &str, change: Tally) -> Result<(), Error> {
+fn count(conn: &Connection, agent: &str, change: Tally) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO agents
            (agent_id, total_bytes, file_count, log_entry_count, total_operations, generation)
@@ -56,6 +104,7 @@ pub fn count(conn: &Connection, agent: &str, change: Tally) -> Result<(), Error>
 /// Sets a log's retention (see [`logs::set_retention`]): a change of the agent's logs.
 pub fn set_log_retention(
     conn: &Connection,
+    pending: &Pending,
     agent: &str,
     path: &str,
     retention: Retention,
@@ -65,7 +114,8 @@ pub fn set_log_retention(
         changes: 1,
         ..Tally::default()
     };
-    count(conn, agent, change)
+    pending.add(agent, change);
+    Ok(())
 }
 
 /// An import replaces an agent's rows wholesale: a new lineage of its data. Its generation
@@ -175,6 +225,7 @@ pub fn read_version(
 /// `existed` says whether the file exists now (a new file counts towards the files).
 pub fn put_version(
     conn: &Connection,
+    pending: &Pending,
     agent: &str,
     path: &str,
     version: u64,
@@ -197,8 +248,7 @@ pub fn put_version(
     ))?
     .execute(params![id, v, bytes, content, content_hash(content)])?;
     let files = i64::from(!existed);
-    count(
-        conn,
+    pending.add(
         agent,
         Tally {
             bytes,
@@ -206,7 +256,8 @@ pub fn put_version(
             changes: 1,
             ..Tally::default()
         },
-    )
+    );
+    Ok(())
 }
 
 /// See `prune-versions` in the WIT: drops the versions of `path` below `keep_from`, and their
@@ -215,6 +266,7 @@ pub fn put_version(
 /// version that old) changes nothing, its counters and generation included.
 pub fn prune_versions(
     conn: &Connection,
+    pending: &Pending,
     agent: &str,
     path: &str,
     keep_from: u64,
@@ -228,15 +280,15 @@ pub fn prune_versions(
     }
     conn.prepare_cached(&format!("DELETE FROM summaries WHERE {OF_THE_FILE}"))?
         .execute(params![agent, path, keep_from])?;
-    count(
-        conn,
+    pending.add(
         agent,
         Tally {
             bytes: -freed,
             changes: 1,
             ..Tally::default()
         },
-    )
+    );
+    Ok(())
 }
 
 /// Drops the versions that `filter` (a `WHERE` clause over `versions`, with `params`) picks:
@@ -259,7 +311,12 @@ fn drop_versions(
 }
 
 /// See `delete-file` in the WIT. Returns whether the file existed.
-pub fn delete_file(conn: &Connection, agent: &str, path: &str) -> Result<bool, Error> {
+pub fn delete_file(
+    conn: &Connection,
+    pending: &Pending,
+    agent: &str,
+    path: &str,
+) -> Result<bool, Error> {
     let Some(FileRow {
         id,
         current: Some(_),
@@ -281,7 +338,7 @@ pub fn delete_file(conn: &Connection, agent: &str, path: &str) -> Result<bool, E
         changes: 1,
         ..Tally::default()
     };
-    count(conn, agent, change)?;
+    pending.add(agent, change);
     Ok(true)
 }
 
@@ -311,6 +368,7 @@ pub fn list_files(conn: &Connection, agent: &str, prefix: &str) -> Result<Vec<Fi
 /// body's length.
 pub fn append_log(
     conn: &Connection,
+    pending: &Pending,
     agent: &str,
     path: &str,
     is_text: bool,
@@ -337,7 +395,7 @@ pub fn append_log(
         changes: 1,
         ..Tally::default()
     };
-    count(conn, agent, change)?;
+    pending.add(agent, change);
     Ok(id)
 }
 
@@ -376,6 +434,7 @@ pub fn read_log(
 /// how many were removed.
 pub fn trim_log(
     conn: &Connection,
+    pending: &Pending,
     agent: &str,
     path: &str,
     before: u64,
@@ -388,31 +447,35 @@ pub fn trim_log(
         changes: 1,
         ..Tally::default()
     };
-    count(conn, agent, change)?;
+    pending.add(agent, change);
     Ok(entries)
 }
 
-/// The agent's counters as stored (all zero for an agent never seen).
-pub fn usage(conn: &Connection, agent: &str) -> Result<Usage, Error> {
-    let found = conn
+/// The agent's counters: as stored (all zero for an agent never seen), and what the call
+/// has changed of them and not yet written.
+pub fn usage(conn: &Connection, pending: &Pending, agent: &str) -> Result<Usage, Error> {
+    let mut counters = conn
         .prepare_cached(
             "SELECT total_bytes, file_count, log_entry_count, total_operations FROM agents WHERE agent_id = ?1",
         )?
         .query_row([agent], |r| {
-            Ok(Usage {
-                total_bytes: to_u64(r.get(0)?),
-                file_count: to_u64(r.get(1)?),
-                log_entry_count: to_u64(r.get(2)?),
-                total_operations: to_u64(r.get(3)?),
+            Ok(Tally {
+                bytes: r.get(0)?,
+                files: r.get(1)?,
+                log_entries: r.get(2)?,
+                operations: r.get(3)?,
+                changes: 0,
             })
         })
-        .optional()?;
-    Ok(found.unwrap_or(Usage {
-        total_bytes: 0,
-        file_count: 0,
-        log_entry_count: 0,
-        total_operations: 0,
-    }))
+        .optional()?
+        .unwrap_or_default();
+    counters += pending.of(agent);
+    Ok(Usage {
+        total_bytes: to_u64(counters.bytes),
+        file_count: to_u64(counters.files),
+        log_entry_count: to_u64(counters.log_entries),
+        total_operations: to_u64(counters.operations),
+    })
 }
 
 /// See `cached-summary` in the WIT.
@@ -498,39 +561,98 @@ mod tests {
             .unwrap()
     }
 
+    /// Runs `step` as one call: its counters written when it ends.
+    fn call(conn: &Connection, step: impl FnOnce(&Pending)) {
+        let pending = Pending::default();
+        step(&pending);
+        pending.write(conn).unwrap();
+    }
+
+    fn stored(conn: &Connection, agent: &str) -> Usage {
+        usage(conn, &Pending::default(), agent).unwrap()
+    }
+
+    /// A call's changes to the counters are seen by the call at once, and reach the agent's
+    /// row in one statement when it is written; a call dropped unwritten leaves the row.
+    #[test]
+    fn a_calls_counters_are_seen_at_once_and_written_once() {
+        let conn = store();
+        call(&conn, |p| {
+            put_version(&conn, p, "a", "f", 1, "one", false).unwrap()
+        });
+        let before = conn.total_changes();
+        let pending = Pending::default();
+        put_version(&conn, &pending, "a", "f", 2, "three", true).unwrap();
+        prune_versions(&conn, &pending, "a", "f", 2).unwrap();
+        pending.add(
+            "a",
+            Tally {
+                operations: 1,
+                ..Tally::default()
+            },
+        );
+        assert_eq!(stored(&conn, "a").total_bytes, 3, "nothing written yet");
+        let seen = usage(&conn, &pending, "a").unwrap();
+        assert_eq!(
+            (seen.total_bytes, seen.file_count, seen.total_operations),
+            (5, 1, 1),
+            "the call sees its own changes"
+        );
+        let rows = conn.total_changes() - before;
+        pending.write(&conn).unwrap();
+        assert_eq!(conn.total_changes() - before - rows, 1, "one upsert");
+        assert_eq!(stored(&conn, "a"), seen);
+        assert_eq!(usage(&conn, &pending, "a").unwrap(), seen, "written once");
+
+        let dropped = Pending::default();
+        put_version(&conn, &dropped, "a", "g", 1, "gone", false).unwrap();
+        drop(dropped);
+        assert_eq!(stored(&conn, "a"), seen);
+    }
+
     /// A prune frees the bytes of the versions it drops, and their summaries, and moves the
     /// agent's generation; one that drops nothing changes nothing, not even for an agent or a
     /// path never written.
     #[test]
     fn a_prune_counts_what_it_drops_and_a_prune_of_nothing_changes_nothing() {
         let conn = store();
-        prune_versions(&conn, "nobody", "f", 5).unwrap();
+        call(&conn, |p| {
+            prune_versions(&conn, p, "nobody", "f", 5).unwrap()
+        });
         assert_eq!(agents(&conn), 0, "no row for an agent never written");
 
-        put_version(&conn, "a", "f", 1, "one", false).unwrap();
-        put_version(&conn, "a", "f", 2, "three", true).unwrap();
-        put_version(&conn, "b", "f", 1, "another agent's", false).unwrap();
+        call(&conn, |p| {
+            put_version(&conn, p, "a", "f", 1, "one", false).unwrap()
+        });
+        call(&conn, |p| {
+            put_version(&conn, p, "a", "f", 2, "three", true).unwrap()
+        });
+        call(&conn, |p| {
+            put_version(&conn, p, "b", "f", 1, "another agent's", false).unwrap();
+        });
         store_summary(&conn, &Summary::new("a", "f", 1, "m", "short")).unwrap();
         let before = (
-            usage(&conn, "a").unwrap().total_bytes,
+            stored(&conn, "a").total_bytes,
             generation(&conn, "a").unwrap(),
         );
         assert_eq!(before.0, 8);
 
-        prune_versions(&conn, "a", "f", 1).unwrap();
-        prune_versions(&conn, "a", "never written", 3).unwrap();
+        call(&conn, |p| prune_versions(&conn, p, "a", "f", 1).unwrap());
+        call(&conn, |p| {
+            prune_versions(&conn, p, "a", "never written", 3).unwrap()
+        });
         assert_eq!(
             (
-                usage(&conn, "a").unwrap().total_bytes,
+                stored(&conn, "a").total_bytes,
                 generation(&conn, "a").unwrap()
             ),
             before,
             "nothing below version 1, and no such path"
         );
 
-        prune_versions(&conn, "a", "f", 2).unwrap();
+        call(&conn, |p| prune_versions(&conn, p, "a", "f", 2).unwrap());
         assert_eq!(
-            usage(&conn, "a").unwrap().total_bytes,
+            stored(&conn, "a").total_bytes,
             5,
             "version 1's 3 bytes freed"
         );
@@ -545,6 +667,6 @@ mod tests {
             read_version(&conn, "b", "f", 1).unwrap().as_deref(),
             Some("another agent's")
         );
-        assert_eq!(usage(&conn, "b").unwrap().total_bytes, 15);
+        assert_eq!(stored(&conn, "b").total_bytes, 15);
     }
 }

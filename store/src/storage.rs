@@ -20,13 +20,16 @@ use scratchpad_guest::{
 use std::collections::BTreeMap;
 
 /// One tool call's view of the store: a connection inside the call's transaction, one to
-/// the search index (see [`index`]), the limits every agent has, and the operations of
-/// earlier read calls not yet written to the counters (per agent), which `get-usage` adds.
+/// the search index (see [`index`]), the limits every agent has, the operations of earlier
+/// read calls not yet written to the counters (per agent), which `get-usage` adds, and what
+/// the call has changed of the counters, which its owner writes before it commits
+/// ([`Tx::pending`]).
 pub struct Tx<'c> {
     conn: &'c Connection,
     index: &'c Connection,
     limits: LimitOverrides,
     uncounted: &'c BTreeMap<String, u64>,
+    pending: rows::Pending,
 }
 
 impl<'c> Tx<'c> {
@@ -43,7 +46,14 @@ impl<'c> Tx<'c> {
             index,
             limits,
             uncounted,
+            pending: rows::Pending::default(),
         }
+    }
+
+    /// What the call has changed of the counters and not yet written: written with
+    /// [`rows::Pending::write`] before the call commits.
+    pub fn pending(&self) -> &rows::Pending {
+        &self.pending
     }
 }
 
@@ -87,6 +97,7 @@ impl Storage for Tx<'_> {
         check_new_version(p.as_str(), version, last)?;
         Ok(rows::put_version(
             self.conn,
+            &self.pending,
             a.as_str(),
             p.as_str(),
             version,
@@ -104,13 +115,19 @@ impl Storage for Tx<'_> {
         check_prune(p.as_str(), keep_from, row.and_then(|r| r.current))?;
         Ok(rows::prune_versions(
             self.conn,
+            &self.pending,
             a.as_str(),
             p.as_str(),
             keep_from,
         )?)
     }
     fn delete_file(&self, a: &AgentId, p: &FilePath) -> Result<bool, StorageError> {
-        Ok(rows::delete_file(self.conn, a.as_str(), p.as_str())?)
+        Ok(rows::delete_file(
+            self.conn,
+            &self.pending,
+            a.as_str(),
+            p.as_str(),
+        )?)
     }
     fn list_files(&self, a: &AgentId, prefix: &Prefix) -> Result<Vec<FileMeta>, StorageError> {
         Ok(rows::list_files(self.conn, a.as_str(), prefix.as_str())?)
@@ -125,6 +142,7 @@ impl Storage for Tx<'_> {
         let (is_text, body) = check_log_bytes(entry, bytes)?;
         Ok(rows::append_log(
             self.conn,
+            &self.pending,
             a.as_str(),
             p.as_str(),
             is_text,
@@ -157,6 +175,7 @@ impl Storage for Tx<'_> {
     ) -> Result<(), StorageError> {
         Ok(rows::set_log_retention(
             self.conn,
+            &self.pending,
             a.as_str(),
             p.as_str(),
             retention,
@@ -171,6 +190,7 @@ impl Storage for Tx<'_> {
     ) -> Result<u64, StorageError> {
         Ok(rows::trim_log(
             self.conn,
+            &self.pending,
             a.as_str(),
             p.as_str(),
             before,
@@ -178,7 +198,7 @@ impl Storage for Tx<'_> {
         )?)
     }
     fn get_usage(&self, a: &AgentId) -> Result<Usage, StorageError> {
-        let mut usage = rows::usage(self.conn, a.as_str())?;
+        let mut usage = rows::usage(self.conn, &self.pending, a.as_str())?;
         usage.total_operations += self.uncounted.get(a.as_str()).copied().unwrap_or(0);
         Ok(usage)
     }
@@ -254,7 +274,9 @@ mod tests {
         fn call(&self, _agent: &str, step: &mut dyn FnMut(&dyn Storage)) {
             let uncounted = BTreeMap::new();
             self.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-            step(&Tx::new(&self.conn, &self.index, NO_OVERRIDES, &uncounted));
+            let tx = Tx::new(&self.conn, &self.index, NO_OVERRIDES, &uncounted);
+            step(&tx);
+            tx.pending().write(&self.conn).unwrap();
             self.conn.execute_batch("COMMIT").unwrap();
         }
 

@@ -59,7 +59,7 @@ use scratchpad_guest::bindings::scratchpad::mcp::storage::{
 use scratchpad_guest::names::{AgentId, FilePath, Prefix};
 use scratchpad_guest::ports::log_body;
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
-use scratchpad_store::rows::{self, Tally as Change};
+use scratchpad_store::rows::{self, Pending, Tally as Change};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
 use scratchpad_store::{NOW, control, index, logs, pages};
 use search::IndexFile;
@@ -188,6 +188,7 @@ impl Sqlite {
             }),
             limits,
             pending_summaries: RefCell::default(),
+            counters: Pending::default(),
             pool: Arc::clone(&self.pool),
             index: Arc::clone(&self.index),
             flush: Arc::clone(&self.flush),
@@ -349,6 +350,8 @@ struct SqliteTxn {
     limits: LimitOverrides,
     /// Summaries a read call cached, stored after its snapshot ends.
     pending_summaries: RefCell<Vec<PendingSummary>>,
+    /// What the call has changed of the agents' counters, written when it commits.
+    counters: Pending,
     /// The store's pool, which the connection goes back to.
     pool: Arc<Mutex<Vec<Connection>>>,
     /// The store's search index, which a search brings up to date first.
@@ -401,13 +404,13 @@ impl SqliteTxn {
         Ok(())
     }
 
-    /// Adds `operations` (and the counts owed by earlier reads) for `agent`.
-    fn count_operations(&self, agent: &str, operations: i64) -> Result<(), StoreError> {
+    /// Adds `operations` for `agent` to what the call will write to the counters.
+    fn count_operations(&self, agent: &str, operations: i64) {
         let change = Change {
             operations,
             ..Change::default()
         };
-        Ok(rows::count(self.conn(), agent, change)?)
+        self.counters.add(agent, change);
     }
 
     /// Stores a summary if its version is still kept (one cached by a read call may have
@@ -447,6 +450,7 @@ impl SqliteTxn {
             rows::file_row(self.conn(), agent, path)?.is_some_and(|r| r.current.is_some());
         Ok(rows::put_version(
             self.conn(),
+            &self.counters,
             agent,
             path,
             version,
@@ -457,12 +461,18 @@ impl SqliteTxn {
 
     fn prune_versions(&self, agent: &str, path: &str, keep_from: u64) -> Result<(), StoreError> {
         self.lock_for_writing(agent)?;
-        Ok(rows::prune_versions(self.conn(), agent, path, keep_from)?)
+        Ok(rows::prune_versions(
+            self.conn(),
+            &self.counters,
+            agent,
+            path,
+            keep_from,
+        )?)
     }
 
     fn delete_file(&self, agent: &str, path: &str) -> Result<bool, StoreError> {
         self.lock_for_writing(agent)?;
-        Ok(rows::delete_file(self.conn(), agent, path)?)
+        Ok(rows::delete_file(self.conn(), &self.counters, agent, path)?)
     }
 
     fn list_files(&self, agent: &str, prefix: &str) -> Result<Vec<FileMeta>, StoreError> {
@@ -478,7 +488,14 @@ impl SqliteTxn {
     ) -> Result<u64, StoreError> {
         self.lock_for_writing(agent)?;
         let (is_text, body) = log_body(entry);
-        Ok(rows::append_log(self.conn(), agent, path, is_text, body)?)
+        Ok(rows::append_log(
+            self.conn(),
+            &self.counters,
+            agent,
+            path,
+            is_text,
+            body,
+        )?)
     }
 
     fn read_log(
@@ -492,7 +509,7 @@ impl SqliteTxn {
     }
 
     fn usage(&self, agent: &str) -> Result<Usage, StoreError> {
-        let mut usage = rows::usage(self.conn(), agent)?;
+        let mut usage = rows::usage(self.conn(), &self.counters, agent)?;
         usage.total_operations += self.uncounted.of(agent);
         Ok(usage)
     }
@@ -526,6 +543,7 @@ impl SqliteTxn {
         self.lock_for_writing(agent)?;
         Ok(rows::set_log_retention(
             self.conn(),
+            &self.counters,
             agent,
             path,
             retention,
@@ -542,6 +560,7 @@ impl SqliteTxn {
         self.lock_for_writing(agent)?;
         Ok(rows::trim_log(
             self.conn(),
+            &self.counters,
             agent,
             path,
             before,
@@ -665,14 +684,23 @@ impl SqliteTxn {
         result
     }
 
-    /// Counts one operation for `agent` (if any), and every count kept back, then commits;
-    /// the counts kept go back if the commit does not happen.
+    /// Counts one operation for `agent` (if any), and every count kept back, then writes
+    /// the counters (one statement an agent) and commits; the counts kept go back if the
+    /// commit does not happen.
     fn count_and_commit(&self, agent: Option<&str>) -> Result<(), StoreError> {
         let owed = self.uncounted.take_all();
         let written = owed
             .iter()
-            .try_for_each(|(owed_agent, n)| self.count_operations(owed_agent, super::to_i64(*n)?))
-            .and_then(|()| agent.map_or(Ok(()), |agent| self.count_operations(agent, 1)))
+            .try_for_each(|(owed_agent, n)| {
+                self.count_operations(owed_agent, super::to_i64(*n)?);
+                Ok(())
+            })
+            .and_then(|()| {
+                if let Some(agent) = agent {
+                    self.count_operations(agent, 1);
+                }
+                Ok(self.counters.write(self.conn())?)
+            })
             .and_then(|()| control(self.conn(), "COMMIT").map_err(map_err));
         if written.is_err() {
             self.uncounted.restore(owed);
