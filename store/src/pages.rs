@@ -56,12 +56,16 @@ const FCNTL_EXPECT: c_int = 0x7370_0002;
 /// running sums of 32-bit words, each folding in the other) of its little-endian words,
 /// stored little-endian. Any change of one word changes the first sum.
 pub fn checksum(page: &[u8]) -> [u8; 8] {
-    let body = &page[..page.len() - usize::from(RESERVED)];
-    let (s1, s2) = wal_chain((0, 0), body, false);
+    let (s1, s2) = body_sums(page);
     let mut out = [0; 8];
     out[..4].copy_from_slice(&s1.to_le_bytes());
     out[4..].copy_from_slice(&s2.to_le_bytes());
     out
+}
+
+/// The two sums of a page's checksum ([`checksum`]).
+fn body_sums(page: &[u8]) -> (u32, u32) {
+    wal_chain((0, 0), &page[..page.len() - usize::from(RESERVED)], false)
 }
 
 /// Whether `page` holds its own checksum.
@@ -86,6 +90,45 @@ fn wal_chain(seed: (u32, u32), data: &[u8], big_endian: bool) -> (u32, u32) {
         s2 = s2.wrapping_add(word(4)).wrapping_add(s1);
     }
     (s1, s2)
+}
+
+/// The chain over some words from `seed`, given the chain over them from `(0, 0)`
+/// (`from_zero`) and how many 8-byte pairs they are: each pair's step is linear in the sums
+/// (`s1 += s2 + w0; s2 += s1 + w1`: the sums move by the matrix `[[1, 1], [1, 2]]`, the words
+/// add a constant), so a seed's part and the words' part add, and the seed's part is that
+/// matrix to the power `pairs` applied to it, computed by squaring. So a frame's chain over
+/// a page follows from the page's own checksum without a second pass over its bytes.
+fn chain_from(seed: (u32, u32), pairs: usize, from_zero: (u32, u32)) -> (u32, u32) {
+    type Matrix = [u32; 4];
+    let times = |a: Matrix, b: Matrix| -> Matrix {
+        let dot =
+            |x: u32, y: u32, z: u32, w: u32| x.wrapping_mul(y).wrapping_add(z.wrapping_mul(w));
+        [
+            dot(a[0], b[0], a[1], b[2]),
+            dot(a[0], b[1], a[1], b[3]),
+            dot(a[2], b[0], a[3], b[2]),
+            dot(a[2], b[1], a[3], b[3]),
+        ]
+    };
+    let (mut power, mut step, mut n): (Matrix, Matrix, usize) = ([1, 0, 0, 1], [1, 1, 1, 2], pairs);
+    while n > 0 {
+        if n & 1 == 1 {
+            power = times(power, step);
+        }
+        step = times(step, step);
+        n >>= 1;
+    }
+    let (s1, s2) = seed;
+    (
+        power[0]
+            .wrapping_mul(s1)
+            .wrapping_add(power[1].wrapping_mul(s2))
+            .wrapping_add(from_zero.0),
+        power[2]
+            .wrapping_mul(s1)
+            .wrapping_add(power[3].wrapping_mul(s2))
+            .wrapping_add(from_zero.1),
+    )
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -353,7 +396,9 @@ struct ShimFile {
     pages: Pages,
     /// A WAL's database file, whose `pages` it follows.
     db: *mut ShimFile,
-    /// A WAL's last write, when it was a frame's header: where, and what.
+    /// A frame's header SQLite wrote to a WAL and the shim has not yet: where, and what. It
+    /// goes with its page, which SQLite writes next, in one write with the frame's checksum;
+    /// anything else done to the file first writes it as it is.
     header: Option<(i64, [u8; FRAME_HEADER])>,
     /// A WAL's checksum byte order, from its magic number, once read.
     big_endian: Option<bool>,
@@ -533,7 +578,10 @@ mod io {
 
     unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
         // SAFETY: SQLite calls this on a file `vfs::open` opened.
-        let (_, inner, m) = unsafe { parts(file) };
+        let (shim, inner, m) = unsafe { parts(file) };
+        // A header held back is written even so: the file's bytes are then as SQLite wrote
+        // them, as they would be had SQLite written to the parent directly.
+        let _ = release(shim, inner, m);
         // SAFETY: closing the parent's file once, as SQLite closes ours once.
         m.xClose
             .map_or(ffi::SQLITE_OK, |close| unsafe { close(inner) })
@@ -550,6 +598,10 @@ mod io {
         let Some(read) = m.xRead else {
             return ffi::SQLITE_IOERR_READ;
         };
+        let rc = release(shim, inner, m);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
         // SAFETY: as above.
         let rc = unsafe { read(inner, buf, amount, offset) };
         if rc != ffi::SQLITE_OK {
@@ -604,7 +656,22 @@ mod io {
             // SAFETY: `bytes` outlives the call; the parent's file is open.
             unsafe { write(inner, bytes.as_ptr().cast(), bytes.len() as c_int, at) }
         };
-        let header = shim.header.take();
+        // A frame's header is held until its page comes, to go with it in one write; a
+        // write of anything else writes it first.
+        let header = match shim.header.take() {
+            Some((at, header))
+                if shim.kind == Kind::Wal
+                    && is_page(amount)
+                    && at + FRAME_HEADER as i64 == offset =>
+            {
+                Some((at, header))
+            }
+            Some((at, header)) => match put(&header, at) {
+                ffi::SQLITE_OK => None,
+                rc => return rc,
+            },
+            None => None,
+        };
         match shim.kind {
             Kind::Db => {
                 let state = pages(shim);
@@ -620,59 +687,87 @@ mod io {
                 }
             }
             Kind::Wal if n == FRAME_HEADER && offset >= WAL_HEADER => {
-                let rc = put(data, offset);
-                if rc == ffi::SQLITE_OK {
-                    let mut copy = [0; FRAME_HEADER];
-                    copy.copy_from_slice(data);
-                    shim.header = Some((offset, copy));
+                if !pages(shim).computes() {
+                    return put(data, offset);
                 }
-                rc
+                let mut copy = [0; FRAME_HEADER];
+                copy.copy_from_slice(data);
+                shim.header = Some((offset, copy));
+                ffi::SQLITE_OK
             }
             Kind::Wal if is_page(amount) => {
                 let state = pages(shim);
                 state.observe(data);
-                if !state.computes() {
-                    return put(data, offset);
-                }
-                let mut page = data.to_vec();
-                stamp(&mut page);
+                let computes = state.computes();
                 match header {
-                    Some((at, mut header)) if at + FRAME_HEADER as i64 == offset => {
-                        let rc = rechain(shim, inner, m, at, &mut header, &page);
+                    Some((at, header)) if computes => {
+                        // The frame in one write: its header, then its page, checksummed.
+                        let mut frame = Vec::with_capacity(FRAME_HEADER + n);
+                        frame.extend_from_slice(&header);
+                        frame.extend_from_slice(data);
+                        let (header, page) = frame.split_at_mut(FRAME_HEADER);
+                        let sums = stamp(page);
+                        let rc = rechain(shim, inner, m, at, header, page, sums);
                         if rc != ffi::SQLITE_OK {
                             return rc;
                         }
-                        let mut frame = Vec::with_capacity(FRAME_HEADER + n);
-                        frame.extend_from_slice(&header);
-                        frame.extend_from_slice(&page);
                         put(&frame, at)
                     }
+                    Some((at, header)) => match put(&header, at) {
+                        ffi::SQLITE_OK => put(data, offset),
+                        rc => rc,
+                    },
+                    None if !computes => put(data, offset),
                     // A page written over its own frame: SQLite then writes the chain again
                     // from the file, header by header.
-                    _ => put(&page, offset),
+                    None => {
+                        let mut page = data.to_vec();
+                        stamp(&mut page);
+                        put(&page, offset)
+                    }
                 }
             }
             Kind::Wal => put(data, offset),
         }
     }
 
-    /// Writes `page`'s checksum into its reserved bytes.
-    pub(super) fn stamp(page: &mut [u8]) {
-        let sum = checksum(page);
-        let at = page.len() - usize::from(RESERVED);
-        page[at..].copy_from_slice(&sum);
+    /// Writes the frame header `shim` holds, if any (see `write`): before anything but its
+    /// page reads, sizes, syncs, truncates or closes the file.
+    fn release(
+        shim: &mut ShimFile,
+        inner: *mut ffi::sqlite3_file,
+        m: &ffi::sqlite3_io_methods,
+    ) -> c_int {
+        let Some((at, header)) = shim.header.take() else {
+            return ffi::SQLITE_OK;
+        };
+        let Some(write) = m.xWrite else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
+        // SAFETY: `header` outlives the call; the parent's file is open.
+        unsafe { write(inner, header.as_ptr().cast(), FRAME_HEADER as c_int, at) }
     }
 
-    /// Sets the checksum of the frame at `at` (its header `header`, its page `page`) to
-    /// SQLite's chain over them, seeded from the frame before it in the file (or the WAL's
-    /// header for the first frame).
+    /// Writes `page`'s checksum into its reserved bytes; returns its two sums.
+    pub(super) fn stamp(page: &mut [u8]) -> (u32, u32) {
+        let (s1, s2) = body_sums(page);
+        let at = page.len() - usize::from(RESERVED);
+        page[at..at + 4].copy_from_slice(&s1.to_le_bytes());
+        page[at + 4..].copy_from_slice(&s2.to_le_bytes());
+        (s1, s2)
+    }
+
+    /// Sets the checksum of the frame at `at` (its header `header`, its page `page`, whose
+    /// checksum's two sums are `sums`) to SQLite's chain over them, seeded from the frame
+    /// before it in the file (or the WAL's header for the first frame).
     fn rechain(
         shim: &mut ShimFile,
         inner: *mut ffi::sqlite3_file,
         m: &ffi::sqlite3_io_methods,
         at: i64,
-        header: &mut [u8; FRAME_HEADER],
+        header: &mut [u8],
         page: &[u8],
+        sums: (u32, u32),
     ) -> c_int {
         let big_endian = match shim.big_endian {
             Some(order) => order,
@@ -703,7 +798,14 @@ mod io {
             &header[..8],
             big_endian,
         );
-        let (s1, s2) = wal_chain(chain, page, big_endian);
+        let (s1, s2) = if big_endian {
+            wal_chain(chain, page, big_endian)
+        } else {
+            // The page's own checksum is its body's chain from zero, in the same words.
+            let body = page.len() - usize::from(RESERVED);
+            let chain = chain_from(chain, body / 8, sums);
+            wal_chain(chain, &page[body..], false)
+        };
         header[16..20].copy_from_slice(&s1.to_be_bytes());
         header[20..24].copy_from_slice(&s2.to_be_bytes());
         ffi::SQLITE_OK
@@ -721,10 +823,28 @@ mod io {
         )*};
     }
 
+    // These first write a frame header held back (see `release`).
+    macro_rules! released {
+        ($($name:ident => $field:ident ($($arg:ident: $ty:ty),*) -> $missing:expr;)*) => {$(
+            unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
+                // SAFETY: SQLite calls this on a file `vfs::open` opened.
+                let (shim, inner, m) = unsafe { parts(file) };
+                match release(shim, inner, m) {
+                    // SAFETY: the parent's file is open; the arguments are SQLite's own.
+                    ffi::SQLITE_OK => m.$field.map_or($missing, |f| unsafe { f(inner, $($arg),*) }),
+                    rc => rc,
+                }
+            }
+        )*};
+    }
+
+    released! {
+        truncate => xTruncate(size: i64) -> ffi::SQLITE_IOERR_TRUNCATE;
+        sync => xSync(flags: c_int) -> ffi::SQLITE_IOERR_FSYNC;
+        file_size => xFileSize(size: *mut i64) -> ffi::SQLITE_IOERR_FSTAT;
+    }
+
     forward! {
-        truncate => xTruncate(size: i64) -> c_int, ffi::SQLITE_IOERR_TRUNCATE;
-        sync => xSync(flags: c_int) -> c_int, ffi::SQLITE_IOERR_FSYNC;
-        file_size => xFileSize(size: *mut i64) -> c_int, ffi::SQLITE_IOERR_FSTAT;
         lock => xLock(level: c_int) -> c_int, ffi::SQLITE_OK;
         unlock => xUnlock(level: c_int) -> c_int, ffi::SQLITE_OK;
         check_reserved_lock => xCheckReservedLock(out: *mut c_int) -> c_int, ffi::SQLITE_OK;
@@ -777,6 +897,10 @@ mod io {
                 shim.pages.reserved = Some(RESERVED);
             }
             return ffi::SQLITE_OK;
+        }
+        let rc = release(shim, inner, m);
+        if rc != ffi::SQLITE_OK {
+            return rc;
         }
         // SAFETY: the parent's file is open; the arguments are SQLite's own.
         m.xFileControl
@@ -975,6 +1099,29 @@ mod tests {
         }
         let copy = open(&out, OpenFlags::default(), None).unwrap();
         assert_eq!(count(&copy), 6000);
+    }
+
+    /// A chain continued from a seed by `chain_from` is the chain computed word by word, for
+    /// any seed (large sums wrap) and any number of pairs, a page's among them.
+    #[test]
+    fn a_chain_from_a_seed_follows_from_the_chain_from_zero() {
+        let data: Vec<u8> = (0..65536u32).map(|i| (i * 31 % 253) as u8).collect();
+        for seed in [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (0xdead_beef, 0xffff_ffff),
+            (7, 0x8000_0000),
+        ] {
+            for pairs in [0, 1, 2, 3, 511, 512, 1023, 8191] {
+                let words = &data[..pairs * 8];
+                assert_eq!(
+                    chain_from(seed, pairs, wal_chain((0, 0), words, false)),
+                    wal_chain(seed, words, false),
+                    "seed {seed:?}, {pairs} pairs"
+                );
+            }
+        }
     }
 
     #[test]
