@@ -402,6 +402,12 @@ struct ShimFile {
     header: Option<(i64, [u8; FRAME_HEADER])>,
     /// A WAL's checksum byte order, from its magic number, once read.
     big_endian: Option<bool>,
+    /// A database's count of the lock changes on its shared memory, where SQLite takes and
+    /// lets go of the WAL's write lock: while it stays, no other connection wrote the WAL.
+    locks: u64,
+    /// The frame this WAL file last wrote, under the database's `locks` of then: where it
+    /// is, and its chain value, the seed of the frame after it (see `rechain`).
+    last_frame: Option<(i64, [u8; 8], u64)>,
 }
 
 /// Where the parent's file starts, rounded up so that it is aligned.
@@ -456,6 +462,8 @@ mod vfs {
                 db,
                 header: None,
                 big_endian: None,
+                locks: 0,
+                last_frame: None,
             });
             (*inner).pMethods = std::ptr::null();
             let rc = open(under, name, inner, flags, out_flags);
@@ -672,6 +680,8 @@ mod io {
             },
             None => None,
         };
+        // Only a frame written whole is remembered as the seed of the next (see `rechain`).
+        let last_frame = shim.last_frame.take();
         match shim.kind {
             Kind::Db => {
                 let state = pages(shim);
@@ -693,6 +703,8 @@ mod io {
                 let mut copy = [0; FRAME_HEADER];
                 copy.copy_from_slice(data);
                 shim.header = Some((offset, copy));
+                // The page comes next, and needs the frame before this one.
+                shim.last_frame = last_frame;
                 ffi::SQLITE_OK
             }
             Kind::Wal if is_page(amount) => {
@@ -707,11 +719,17 @@ mod io {
                         frame.extend_from_slice(data);
                         let (header, page) = frame.split_at_mut(FRAME_HEADER);
                         let sums = stamp(page);
-                        let rc = rechain(shim, inner, m, at, header, page, sums);
+                        let rc = rechain(shim, inner, m, (at, last_frame), header, page, sums);
                         if rc != ffi::SQLITE_OK {
                             return rc;
                         }
-                        put(&frame, at)
+                        let mut chain = [0; 8];
+                        chain.copy_from_slice(&header[16..]);
+                        let rc = put(&frame, at);
+                        if rc == ffi::SQLITE_OK {
+                            shim.last_frame = locks_of(shim).map(|locks| (at, chain, locks));
+                        }
+                        rc
                     }
                     Some((at, header)) => match put(&header, at) {
                         ffi::SQLITE_OK => put(data, offset),
@@ -732,12 +750,14 @@ mod io {
     }
 
     /// Writes the frame header `shim` holds, if any (see `write`): before anything but its
-    /// page reads, sizes, syncs, truncates or closes the file.
+    /// page reads, sizes, syncs, truncates or closes the file; and forgets the last frame
+    /// written (see `rechain`), whose chain the file may no longer hold after any of these.
     fn release(
         shim: &mut ShimFile,
         inner: *mut ffi::sqlite3_file,
         m: &ffi::sqlite3_io_methods,
     ) -> c_int {
+        shim.last_frame = None;
         let Some((at, header)) = shim.header.take() else {
             return ffi::SQLITE_OK;
         };
@@ -757,14 +777,21 @@ mod io {
         (s1, s2)
     }
 
+    /// The lock changes of a WAL's database so far (see `ShimFile::locks`).
+    fn locks_of(shim: &ShimFile) -> Option<u64> {
+        // SAFETY: SQLite closes a WAL before its database, so the database's shim lives.
+        (!shim.db.is_null()).then(|| unsafe { (*shim.db).locks })
+    }
+
     /// Sets the checksum of the frame at `at` (its header `header`, its page `page`, whose
     /// checksum's two sums are `sums`) to SQLite's chain over them, seeded from the frame
-    /// before it in the file (or the WAL's header for the first frame).
+    /// before it in the file (or the WAL's header for the first frame): read from the file,
+    /// unless that frame is `last_frame`, the one this file wrote last, remembered.
     fn rechain(
         shim: &mut ShimFile,
         inner: *mut ffi::sqlite3_file,
         m: &ffi::sqlite3_io_methods,
-        at: i64,
+        (at, last_frame): (i64, Option<(i64, [u8; 8], u64)>),
         header: &mut [u8],
         page: &[u8],
         sums: (u32, u32),
@@ -784,14 +811,25 @@ mod io {
         };
         let frame = (FRAME_HEADER + page.len()) as i64;
         let mut seed = [0; 8];
-        let seed_at = if at == WAL_HEADER {
-            24
-        } else {
-            at - frame + 16
-        };
-        let rc = read_at(inner, m, &mut seed, seed_at);
-        if rc != ffi::SQLITE_OK {
-            return rc;
+        match last_frame {
+            // The frame before is the one this file wrote last, and no connection has
+            // taken the write lock since: its chain value is the one in the file.
+            Some((before, chain, locks))
+                if before + frame == at && Some(locks) == locks_of(shim) =>
+            {
+                seed = chain;
+            }
+            _ => {
+                let seed_at = if at == WAL_HEADER {
+                    24
+                } else {
+                    at - frame + 16
+                };
+                let rc = read_at(inner, m, &mut seed, seed_at);
+                if rc != ffi::SQLITE_OK {
+                    return rc;
+                }
+            }
         }
         let chain = wal_chain(
             (be32(&seed[..4]), be32(&seed[4..])),
@@ -851,10 +889,24 @@ mod io {
         sector_size => xSectorSize() -> c_int, 4096;
         device_characteristics => xDeviceCharacteristics() -> c_int, 0;
         shm_map => xShmMap(region: c_int, size: c_int, extend: c_int, out: *mut *mut c_void) -> c_int, ffi::SQLITE_IOERR_SHMMAP;
-        shm_lock => xShmLock(offset: c_int, n: c_int, flags: c_int) -> c_int, ffi::SQLITE_IOERR_SHMLOCK;
         shm_barrier => xShmBarrier() -> (), ();
         shm_unmap => xShmUnmap(delete: c_int) -> c_int, ffi::SQLITE_OK;
         unfetch => xUnfetch(offset: i64, page: *mut c_void) -> c_int, ffi::SQLITE_OK;
+    }
+
+    unsafe extern "C" fn shm_lock(
+        file: *mut ffi::sqlite3_file,
+        offset: c_int,
+        n: c_int,
+        flags: c_int,
+    ) -> c_int {
+        // SAFETY: SQLite calls this on a file `vfs::open` opened.
+        let (shim, inner, m) = unsafe { parts(file) };
+        shim.locks = shim.locks.wrapping_add(1);
+        // SAFETY: the parent's file is open; the arguments are SQLite's own.
+        m.xShmLock.map_or(ffi::SQLITE_IOERR_SHMLOCK, |f| unsafe {
+            f(inner, offset, n, flags)
+        })
     }
 
     unsafe extern "C" fn fetch(
@@ -1002,6 +1054,62 @@ mod tests {
         for (i, page) in pages_of(&crashed.path().join("s.db")).iter().enumerate() {
             assert!(holds_checksum(page), "page {}", i + 1);
         }
+    }
+
+    /// A WAL file remembers the chain of the frame it wrote last, as the seed of its next;
+    /// once another connection may have written there (here: the WAL started over, and the
+    /// other's commits reached just that far), it reads the seed from the file again, and
+    /// every commit replays after a crash. Unsynced commits, as the server makes them (it
+    /// syncs the WAL itself), leave that memory in place from one commit to the next.
+    #[test]
+    fn a_frame_after_another_connections_is_chained_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = store(dir.path(), "WAL");
+        a.execute_batch(
+            "PRAGMA synchronous = OFF;
+             CREATE TABLE u (v INTEGER NOT NULL); INSERT INTO u VALUES (0);
+             CREATE TABLE w (v INTEGER NOT NULL); INSERT INTO w VALUES (0);",
+        )
+        .unwrap();
+        let wal = dir.path().join("s.db-wal");
+        let frame = 24 + 4096;
+        let frames = || (std::fs::metadata(&wal).unwrap().len() - 32) / frame;
+        let written = frames();
+        // The other connection checkpoints, so its next commit starts the WAL over, and
+        // commits one frame at a time up to where this one's last frame was.
+        let b = open(&dir.path().join("s.db"), OpenFlags::default(), None).unwrap();
+        b.execute_batch("PRAGMA wal_checkpoint(PASSIVE)").unwrap();
+        for _ in 0..written {
+            b.execute_batch("UPDATE u SET v = v + 1").unwrap();
+        }
+        assert_eq!(
+            frames(),
+            written,
+            "the other's commits end where this one's did"
+        );
+        let bytes = std::fs::read(&wal).unwrap();
+        let last = usize::try_from(32 + (written - 1) * frame).unwrap();
+        assert_ne!(be32(&bytes[last + 4..]), 0, "the frame there is a commit");
+        // This connection's next frame follows the other's last; it reads nothing of the
+        // WAL first (what it writes is all in the database file).
+        a.execute_batch("INSERT INTO w VALUES (1)").unwrap();
+        let crashed = tempfile::tempdir().unwrap();
+        for name in ["s.db", "s.db-wal"] {
+            std::fs::copy(dir.path().join(name), crashed.path().join(name)).unwrap();
+        }
+        let replayed = open(&crashed.path().join("s.db"), OpenFlags::default(), None).unwrap();
+        let (updates, rows): (i64, i64) = replayed
+            .query_row(
+                "SELECT (SELECT v FROM u), (SELECT count(*) FROM w)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            (u64::try_from(updates).unwrap(), rows),
+            (written, 2),
+            "every commit replayed"
+        );
     }
 
     #[test]
