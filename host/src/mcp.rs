@@ -2,10 +2,12 @@
 //!
 //! Tools are listed from the guest crate's catalogue (the WIT's descriptions, schemars'
 //! schemas), the same JSON the component's `json.list-tools` gives embedders.
-//! A call that writes, or waits on the network, runs on the blocking pool (the guest and the
-//! stores are synchronous) so the loop keeps reading while it runs. Over stdio on a store of
-//! local files, a read runs in place instead: it takes microseconds, less than handing it to
-//! another thread and back. What a caller can fix comes back as a tool result with
+//! A call runs on the blocking pool (the guest and the stores are synchronous) so the loop
+//! keeps reading while it runs. Over stdio on a store of local files, a call that does not
+//! wait on the network runs in place instead, on the async worker that read it: a read takes
+//! microseconds, and a write less than handing it to another thread and back costs; but a
+//! write only while no other write runs, so that writes sent together still share their
+//! syncs ([`Writes`]). What a caller can fix comes back as a tool result with
 //! `isError: true`; only an unknown tool is a protocol error.
 
 use crate::bindings::ToolError;
@@ -28,6 +30,7 @@ use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use scratchpad_guest::limits::{MAX_AGENT_ID_CHARS, MAX_PATH_CHARS};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// What a client's model reads first about this server; the naming rules' lengths are the
@@ -60,12 +63,12 @@ pub struct McpServer {
     /// Whether every request must carry a key's identity (hosted mode). Over stdio one user
     /// owns the process and no request carries one.
     keyed: bool,
-    /// Whether a read call runs on the async worker that received it. Only over stdio, whose
-    /// one client's requests are all the runtime serves (a long read, such as a diff of two
-    /// large files, holds one worker for its length, and no other client waits behind it),
-    /// and only on a store whose reads never wait on the network (see
-    /// [`Service::reads_are_local`]).
-    reads_in_place: bool,
+    /// Where calls may run on the async worker that received them, the write calls running
+    /// now. Only over stdio, whose one client's requests are all the runtime serves (a long
+    /// call, such as a diff of two large files or a write waiting for its sync, holds one
+    /// worker for its length, and no other client waits behind it), and only on a store whose
+    /// calls never wait on the network (see [`Service::calls_are_local`]).
+    in_place: Option<Arc<Writes>>,
     /// Whether the transport writes a successful tool result's text as its structured
     /// content too, so that the result leaves it out (see [`crate::stdio`]). Only over stdio;
     /// rmcp's HTTP transport writes the structured content it is given.
@@ -81,7 +84,7 @@ impl McpServer {
             gate: Arc::default(),
             metrics: Arc::default(),
             keyed: false,
-            reads_in_place: false,
+            in_place: None,
             structured_by_transport: false,
         }
     }
@@ -106,7 +109,7 @@ impl McpServer {
     /// Serves MCP on stdin and stdout until the client closes them.
     pub async fn serve_stdio(self) -> anyhow::Result<()> {
         let server = Self {
-            reads_in_place: self.service.reads_are_local(),
+            in_place: self.service.calls_are_local().then(Arc::default),
             structured_by_transport: true,
             ..self
         };
@@ -197,6 +200,44 @@ async fn admit(
         other => McpError::invalid_request(other.to_string(), None),
     })?;
     Ok(ticket)
+}
+
+/// The write calls running now over stdio. A write runs in place, on the async worker that
+/// read it, only when it is the only one: the hand-off to a blocking thread and back costs a
+/// write more CPU than its SQLite statements (eight futex calls; see BENCHMARKS.md), but a
+/// write in place holds its worker through its sync, so writes sent together go to the
+/// blocking pool and share their syncs there, as over HTTP.
+#[derive(Debug, Default)]
+struct Writes(AtomicUsize);
+
+impl Writes {
+    /// Counts a write call until the returned mark is dropped, with its work.
+    fn begin(self: &Arc<Self>) -> Writing {
+        let before = self.0.fetch_add(1, Ordering::AcqRel);
+        Writing {
+            writes: Arc::clone(self),
+            alone: before == 0,
+        }
+    }
+}
+
+/// One write call counted in [`Writes`].
+struct Writing {
+    writes: Arc<Writes>,
+    /// Whether no other write was running when it began.
+    alone: bool,
+}
+
+impl Writing {
+    fn alone(&self) -> bool {
+        self.alone
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        self.writes.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// What a tool call's work hands its outcome to: the answer, or the gate's refusal with the
@@ -423,7 +464,22 @@ impl ServerHandler for McpServer {
             // A receiver gone is a caller gone: the work still ends as it would.
             let _ = handed.send(outcome);
         });
-        if self.reads_in_place && access == Access::Read {
+        // In place: a read, or a write while no other write runs (one that waits on the
+        // model never). The count of writes goes with the work and ends with it.
+        let writing = match (&self.in_place, access) {
+            (Some(writes), Access::Write) => Some(writes.begin()),
+            _ => None,
+        };
+        let here = match (&self.in_place, access, &writing) {
+            (Some(_), Access::Read, _) => true,
+            (Some(_), Access::Write, Some(writing)) => writing.alone(),
+            _ => false,
+        };
+        let work = move |deliver: Deliver| {
+            let _writing = writing;
+            work(deliver);
+        };
+        if here {
             work(deliver);
         } else {
             tokio::task::spawn_blocking(move || work(deliver));
@@ -461,6 +517,21 @@ impl ServerHandler for McpServer {
 mod tests {
     use super::*;
     use crate::keys::{Credential, Scope};
+
+    /// Over stdio a write runs in place only while it is the only write: one that begins
+    /// while another runs goes to the blocking pool, and each counts until its work ends.
+    #[test]
+    fn a_write_runs_in_place_only_while_no_other_write_runs() {
+        let writes = Arc::new(Writes::default());
+        let first = writes.begin();
+        let second = writes.begin();
+        assert!(first.alone());
+        assert!(!second.alone());
+        drop(first);
+        assert!(!writes.begin().alone(), "the second still runs");
+        drop(second);
+        assert!(writes.begin().alone(), "both ended");
+    }
 
     /// Hosted mode fails closed: a request that reached a handler without the key check's
     /// identity is refused, not served as if by the single user of stdio mode.

@@ -132,10 +132,10 @@ impl Service {
         &self.limits
     }
 
-    /// Whether a read call only reads files on this machine, never waiting on the network
-    /// (see [`Backend::reads_are_local`]).
-    pub fn reads_are_local(&self) -> bool {
-        self.backend.reads_are_local()
+    /// Whether a call only reaches files on this machine, never waiting on the network (see
+    /// [`Backend::calls_are_local`]).
+    pub fn calls_are_local(&self) -> bool {
+        self.backend.calls_are_local()
     }
 
     /// Existing files of every agent after `after`, for MCP resources (see

@@ -167,10 +167,11 @@ pub trait Backend: Send + Sync {
     fn take_call(&self, _agent: &str, _rate: Rate) -> Option<Result<Allowance, StoreError>> {
         None
     }
-    /// Whether a read call's transaction only touches files on this machine and never waits
-    /// on the network or for a disk's sync, so that a transport may run it on the thread that
-    /// received it. By default, no.
-    fn reads_are_local(&self) -> bool {
+    /// Whether a call's transaction only touches files on this machine and never waits on the
+    /// network (a write waits at most for this machine's disk and the write lock), so that a
+    /// transport serving one client may run it on the thread that received it. By default,
+    /// no.
+    fn calls_are_local(&self) -> bool {
         false
     }
 }

@@ -281,11 +281,12 @@ impl Backend for Sqlite {
         self.start(Mode::Write, true, limits)
     }
 
-    /// A read syncs nothing: the counts it may write go only when the write lock is free at
-    /// once (see `SqliteTxn::end_read`), and a search's catch-up of its index file is not
-    /// synced either. Only a summary a read caches is synced, and the one tool that caches
-    /// them waits on the model anyway, so no transport runs it in place.
-    fn reads_are_local(&self) -> bool {
+    /// Every statement reaches files on this machine. A read syncs nothing: the counts it may
+    /// write go only when the write lock is free at once (see `SqliteTxn::end_read`), and a
+    /// search's catch-up of its index file is not synced either; a write waits for the write
+    /// lock and its sync ([`Flush`]). The one tool that caches summaries waits on the model,
+    /// so no transport runs it in place.
+    fn calls_are_local(&self) -> bool {
         true
     }
 
