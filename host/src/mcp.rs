@@ -4,10 +4,10 @@
 //! schemas), the same JSON the component's `json.list-tools` gives embedders.
 //! A call runs on the blocking pool (the guest and the stores are synchronous) so the loop
 //! keeps reading while it runs. Over stdio on a store of local files, a call that does not
-//! wait on the network runs in place instead, on the async worker that read it: a read takes
-//! microseconds, and a write less than handing it to another thread and back costs; but a
-//! write only while no other write runs, so that writes sent together still share their
-//! syncs ([`Writes`]). What a caller can fix comes back as a tool result with
+//! wait on the network runs in place instead, on the async worker that read it, since handing
+//! it to another thread and back costs more than a read takes, and more CPU than a write's
+//! statements; but a write only while no other write runs, so that writes sent together still
+//! share their syncs ([`Writes`]). What a caller can fix comes back as a tool result with
 //! `isError: true`; only an unknown tool is a protocol error.
 
 use crate::bindings::ToolError;
@@ -470,10 +470,10 @@ impl ServerHandler for McpServer {
             (Some(writes), Access::Write) => Some(writes.begin()),
             _ => None,
         };
-        let here = match (&self.in_place, access, &writing) {
-            (Some(_), Access::Read, _) => true,
-            (Some(_), Access::Write, Some(writing)) => writing.alone(),
-            _ => false,
+        let here = match access {
+            Access::Read => self.in_place.is_some(),
+            Access::Write => writing.as_ref().is_some_and(Writing::alone),
+            Access::Model => false,
         };
         let work = move |deliver: Deliver| {
             let _writing = writing;
