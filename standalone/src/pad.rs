@@ -18,7 +18,7 @@
 use crate::lease::{Folder, LEASE, Lease, LeaseError};
 use scratchpad_guest::limits::NO_OVERRIDES;
 use scratchpad_guest::{LimitOverrides, StorageError, ToolError};
-use scratchpad_store::rows::{Pending, Tally};
+use scratchpad_store::rows::Pending;
 use scratchpad_store::rusqlite::{Connection, OpenFlags};
 use scratchpad_store::schema::migrate;
 use scratchpad_store::storage::Tx;
@@ -158,17 +158,9 @@ impl<F: Folder> Pad<F> {
         pending: &Pending,
         agent: Option<&str>,
     ) -> Result<(), scratchpad_store::Error> {
-        let operations = |operations: u64| Tally {
-            operations: i64::try_from(operations).unwrap_or(i64::MAX),
-            ..Tally::default()
-        };
-        for (owed, n) in self.uncounted.borrow().iter() {
-            pending.add(owed, operations(*n));
-        }
-        if let Some(agent) = agent {
-            pending.add(agent, operations(1));
-        }
-        pending.write(&self.conn)
+        let uncounted = self.uncounted.borrow();
+        let owed = uncounted.iter().map(|(owed, n)| (owed.as_str(), *n));
+        pending.write_with_operations(&self.conn, owed, agent)
     }
 
     /// Whether this process still holds the store (another may have taken it over).

@@ -69,6 +69,31 @@ impl Pending {
             .unwrap_or_default()
     }
 
+    /// Counts the calls this commit settles, then writes every agent's pending counters:
+    /// `owed` operations kept back by earlier reads, and one for `agent`, the committing
+    /// call, when it counts itself. The server and the self-contained component both commit
+    /// through here, so a count kept back is settled the same way in each.
+    pub fn write_with_operations<'a>(
+        &self,
+        conn: &Connection,
+        owed: impl IntoIterator<Item = (&'a str, u64)>,
+        agent: Option<&str>,
+    ) -> Result<(), Error> {
+        let operations = |operations: u64| Tally {
+            // More than i64::MAX calls cannot have been made; the count saturates rather
+            // than fail a commit.
+            operations: i64::try_from(operations).unwrap_or(i64::MAX),
+            ..Tally::default()
+        };
+        for (owed_agent, n) in owed {
+            self.add(owed_agent, operations(n));
+        }
+        if let Some(agent) = agent {
+            self.add(agent, operations(1));
+        }
+        self.write(conn)
+    }
+
     /// Writes every agent's pending counters (one statement an agent), creating its row on
     /// first use, and forgets them.
     pub fn write(&self, conn: &Connection) -> Result<(), Error> {

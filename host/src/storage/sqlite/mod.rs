@@ -59,7 +59,7 @@ use scratchpad_guest::bindings::scratchpad::mcp::storage::{
 use scratchpad_guest::names::{AgentId, FilePath, Prefix};
 use scratchpad_guest::ports::log_body;
 use scratchpad_guest::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Usage};
-use scratchpad_store::rows::{self, Pending, Tally as Change};
+use scratchpad_store::rows::{self, Pending};
 use scratchpad_store::schema::{SCHEMA_VERSION, migrate};
 use scratchpad_store::{NOW, control, index, logs, pages};
 use search::IndexFile;
@@ -405,15 +405,6 @@ impl SqliteTxn {
         Ok(())
     }
 
-    /// Adds `operations` for `agent` to what the call will write to the counters.
-    fn count_operations(&self, agent: &str, operations: i64) {
-        let change = Change {
-            operations,
-            ..Change::default()
-        };
-        self.counters.add(agent, change);
-    }
-
     /// Stores a summary if its version is still kept (one cached by a read call may have
     /// been pruned since).
     fn store_summary(&self, p: &PendingSummary) -> Result<(), StoreError> {
@@ -690,18 +681,11 @@ impl SqliteTxn {
     /// commit does not happen.
     fn count_and_commit(&self, agent: Option<&str>) -> Result<(), StoreError> {
         let owed = self.uncounted.take_all();
-        let written = owed
-            .iter()
-            .try_for_each(|(owed_agent, n)| {
-                self.count_operations(owed_agent, super::to_i64(*n)?);
-                Ok(())
-            })
-            .and_then(|()| {
-                if let Some(agent) = agent {
-                    self.count_operations(agent, 1);
-                }
-                Ok(self.counters.write(self.conn())?)
-            })
+        let kept_back = owed.iter().map(|(owed_agent, n)| (owed_agent.as_str(), *n));
+        let written = self
+            .counters
+            .write_with_operations(self.conn(), kept_back, agent)
+            .map_err(StoreError::from)
             .and_then(|()| control(self.conn(), "COMMIT").map_err(map_err));
         if written.is_err() {
             self.uncounted.restore(owed);
