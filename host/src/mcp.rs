@@ -228,12 +228,6 @@ struct Writing {
     alone: bool,
 }
 
-impl Writing {
-    fn alone(&self) -> bool {
-        self.alone
-    }
-}
-
 impl Drop for Writing {
     fn drop(&mut self) {
         self.writes.0.fetch_sub(1, Ordering::AcqRel);
@@ -472,7 +466,7 @@ impl ServerHandler for McpServer {
         };
         let here = match access {
             Access::Read => self.in_place.is_some(),
-            Access::Write => writing.as_ref().is_some_and(Writing::alone),
+            Access::Write => writing.as_ref().is_some_and(|w| w.alone),
             Access::Model => false,
         };
         let work = move |deliver: Deliver| {
@@ -525,12 +519,12 @@ mod tests {
         let writes = Arc::new(Writes::default());
         let first = writes.begin();
         let second = writes.begin();
-        assert!(first.alone());
-        assert!(!second.alone());
+        assert!(first.alone);
+        assert!(!second.alone);
         drop(first);
-        assert!(!writes.begin().alone(), "the second still runs");
+        assert!(!writes.begin().alone, "the second still runs");
         drop(second);
-        assert!(writes.begin().alone(), "both ended");
+        assert!(writes.begin().alone, "both ended");
     }
 
     /// Hosted mode fails closed: a request that reached a handler without the key check's
