@@ -65,7 +65,44 @@ pub fn checksum(page: &[u8]) -> [u8; 8] {
 
 /// The two sums of a page's checksum ([`checksum`]).
 fn body_sums(page: &[u8]) -> (u32, u32) {
-    wal_chain((0, 0), &page[..page.len() - usize::from(RESERVED)], false)
+    sums_from_zero(&page[..page.len() - usize::from(RESERVED)])
+}
+
+/// How many chains [`sums_from_zero`] runs side by side. Measured on a 4 KiB page (x86-64,
+/// release): word by word 496 ns, 4 lanes 196 ns, 8 lanes 371 ns and 16 lanes 499 ns, their
+/// sums no longer all held in registers.
+const LANES: usize = 4;
+
+/// `wal_chain((0, 0), data, false)`, the same sums sooner. Word by word, each step waits for
+/// the one before (each sum folds in the other), so one chain runs at the speed of that
+/// dependency, whatever the processor could do beside it; and every page a write puts in
+/// the log is summed once here. So the words are cut into [`LANES`] runs of equal length,
+/// each chained from zero, the runs stepped side by side; then each run's sums continue the
+/// ones before by [`chain_from`], the same joining of a seed to a chain from zero that
+/// continues a frame's chain. What does not divide evenly is chained on at the end.
+fn sums_from_zero(data: &[u8]) -> (u32, u32) {
+    let (pairs, _) = data.as_chunks::<8>();
+    let run_pairs = pairs.len() / LANES;
+    let runs: [&[[u8; 8]]; LANES] =
+        std::array::from_fn(|lane| &pairs[lane * run_pairs..(lane + 1) * run_pairs]);
+    let mut lanes = [(0u32, 0u32); LANES];
+    for i in 0..run_pairs {
+        for (sums, run) in lanes.iter_mut().zip(runs) {
+            let [a, b, c, d, e, f, g, h] = run[i];
+            sums.0 = sums
+                .0
+                .wrapping_add(u32::from_le_bytes([a, b, c, d]))
+                .wrapping_add(sums.1);
+            sums.1 = sums
+                .1
+                .wrapping_add(u32::from_le_bytes([e, f, g, h]))
+                .wrapping_add(sums.0);
+        }
+    }
+    let joined = lanes
+        .into_iter()
+        .fold((0, 0), |seed, run| chain_from(seed, run_pairs, run));
+    wal_chain(joined, pairs[run_pairs * LANES..].as_flattened(), false)
 }
 
 /// Whether `page` holds its own checksum.
@@ -1229,6 +1266,25 @@ mod tests {
                     "seed {seed:?}, {pairs} pairs"
                 );
             }
+        }
+    }
+
+    /// The sums taken in lanes are the chain word by word, for any length: pages of every
+    /// size, lengths the lanes do not divide, bytes past the last whole pair (ignored by both).
+    #[test]
+    fn sums_in_lanes_are_the_chain_word_by_word() {
+        let data: Vec<u8> = (0..65536u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in [
+            0, 7, 8, 16, 24, 31, 32, 40, 100, 504, 4088, 4096, 8184, 65528, 65536,
+        ] {
+            let words = &data[..len];
+            assert_eq!(
+                sums_from_zero(words),
+                wal_chain((0, 0), words, false),
+                "{len} bytes"
+            );
         }
     }
 
