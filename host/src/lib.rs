@@ -29,6 +29,7 @@
 //! - [`settings`]: flags, environment, the config file and per-user defaults.
 //! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
 //! - [`private`]: files and folders created for their owner only (0600, 0700).
+//! - [`heap`]: what glibc's allocator is told of how the server uses memory.
 //! - [`standalone`]: the self-contained components (tools and SQLite in one) it carries.
 
 pub mod bindings;
@@ -36,6 +37,7 @@ pub mod bounds;
 pub mod epoch;
 pub mod gate;
 pub mod guard;
+pub mod heap;
 pub mod http;
 pub mod imports;
 pub mod in_flight;

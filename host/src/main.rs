@@ -277,6 +277,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         LogFormat::Text => logs.finish().with(kept).init(),
         LogFormat::Json => logs.json().flatten_event(true).finish().with(kept).init(),
     }
+    scratchpad_mcp::heap::keep_working_pad();
     // What describes the command line needs no settings (and must work where none resolve).
     match &cli.command {
         Some(Command::Completions { shell }) => {

@@ -456,7 +456,7 @@ fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<Compon
             compiled
         }
     };
-    give_back_freed_memory();
+    crate::heap::give_back_freed_memory();
     Ok(component)
 }
 
@@ -465,24 +465,6 @@ fn load(engine: &Engine, wasm: &[u8], cache_dir: Option<&Path>) -> Result<Compon
 fn from_cache(engine: &Engine, file: &Path) -> Result<Component, String> {
     trusted(file).and_then(|()| deserialize(engine, file).map_err(|e| e.to_string()))
 }
-
-/// Compiling the component allocates tens of MiB that it frees at once, but glibc's
-/// allocator keeps freed memory for later: a server that compiled at its start stayed at
-/// 55 MiB resident for its whole life, against 21 MiB when it found the component cached.
-/// This hands the free pages back to the system.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[allow(unsafe_code)]
-fn give_back_freed_memory() {
-    // SAFETY: malloc_trim only returns free memory of the allocator's own to the system; it
-    // touches nothing in use and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// Other allocators give memory back by themselves, or have no such call.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn give_back_freed_memory() {}
 
 /// Whether the cache entry or folder at `path` may be trusted with native code: this user's
 /// own, not a symbolic link, and writable by nobody else (anyone who can write there could
