@@ -29,6 +29,7 @@
 //! - [`settings`]: flags, environment, the config file and per-user defaults.
 //! - [`ops`]: the operator's commands (snapshot, restore, verify, export, import, stats).
 //! - [`private`]: files and folders created for their owner only (0600, 0700).
+//! - [`wakeup`]: a condition variable that wakes nobody when nobody waits.
 //! - [`heap`]: what glibc's allocator is told of how the server uses memory.
 //! - [`standalone`]: the self-contained components (tools and SQLite in one) it carries.
 
@@ -57,6 +58,7 @@ pub mod standalone;
 pub mod stdio;
 pub mod storage;
 pub mod summariser;
+pub mod wakeup;
 pub mod writers;
 
 pub use service::{Answer, CallError, Service};

@@ -25,12 +25,13 @@ use crate::bindings::{Scratchpad, ScratchpadPre};
 use crate::bounds::{InstanceBounds, MEMORY_LIMIT, TABLE_LIMIT};
 use crate::epoch::Ticker;
 use crate::imports::{CallState, InstanceState};
+use crate::wakeup::Wakeup;
 use sha2::{Digest, Sha256};
 use std::collections::VecDeque;
 use std::fs;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use wasmtime::component::{Component, ComponentExportIndex, HasSelf, Instance, Linker};
 use wasmtime::{
@@ -334,8 +335,9 @@ struct Ready {
 struct Slots<T> {
     /// The free slots and what is kept.
     state: Mutex<SlotState<T>>,
-    /// Woken when a slot is freed or something kept.
-    returned: Condvar,
+    /// Woken when a slot is freed or something kept (only when a call waits: nearly every
+    /// call finds a slot).
+    returned: Wakeup,
 }
 
 struct SlotState<T> {
@@ -343,9 +345,6 @@ struct SlotState<T> {
     free: u32,
     /// What is kept, and for which agent; the most recently used first.
     kept: VecDeque<(String, T)>,
-    /// How many calls wait for a slot. A slot given back wakes one only when one waits: a
-    /// wake is a system call even when nobody waits, and nearly every call finds a slot.
-    waiting: usize,
 }
 
 /// A slot held by one call until it is dropped (after the call's store, which gives the
@@ -358,9 +357,8 @@ impl<T> Slots<T> {
             state: Mutex::new(SlotState {
                 free: count,
                 kept: VecDeque::new(),
-                waiting: 0,
             }),
-            returned: Condvar::new(),
+            returned: Wakeup::default(),
         }
     }
 
@@ -372,9 +370,7 @@ impl<T> Slots<T> {
     fn give_back(&self, change: impl FnOnce(&mut SlotState<T>)) {
         let mut state = self.lock();
         change(&mut state);
-        if state.waiting > 0 {
-            self.returned.notify_one();
-        }
+        self.returned.notify_one();
     }
 
     /// Takes a slot for a call of `agent`: with what is kept for that agent if anything is;
@@ -384,12 +380,7 @@ impl<T> Slots<T> {
         let busy = |s: &mut SlotState<T>| s.free == 0 && s.kept.is_empty();
         let mut state = self.lock();
         if busy(&mut state) {
-            state.waiting += 1;
-            state = self
-                .returned
-                .wait_while(state, busy)
-                .unwrap_or_else(PoisonError::into_inner);
-            state.waiting -= 1;
+            state = self.returned.wait_while(state, busy);
         }
         if let Some(at) = state.kept.iter().position(|(of, _)| of == agent) {
             let kept = state.kept.remove(at).map(|(_, kept)| kept);

@@ -5,8 +5,9 @@
 //! process would make each other run again; queueing them here, before either reads, leaves
 //! that for the rare write from another process. Calls of different agents never wait here.
 
+use crate::wakeup::Wakeup;
 use std::collections::HashSet;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 /// The agents with a write call running.
 #[derive(Debug, Default)]
@@ -14,7 +15,7 @@ pub struct Writers {
     /// The agents with a write call running in this process.
     writing: Mutex<HashSet<String>>,
     /// Wakes the calls waiting for an agent's turn when one ends.
-    done: Condvar,
+    done: Wakeup,
 }
 
 /// An agent's turn to write, given back when dropped.
@@ -31,7 +32,7 @@ impl Writers {
     pub fn turn(&self, agent: &str) -> Turn<'_> {
         let mut writing = self.writing();
         while writing.contains(agent) {
-            writing = self.done.wait(writing).unwrap_or_else(|p| p.into_inner());
+            writing = self.done.wait(writing);
         }
         writing.insert(agent.to_owned());
         Turn {

@@ -14,10 +14,11 @@
 //! The WAL is opened by name for each sync: SQLite may delete it when its last connection
 //! closes and make a new one, and a descriptor kept from before would sync the old file.
 
+use crate::wakeup::Wakeup;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 /// Where the syncs of one store stand.
 #[derive(Debug, Default)]
@@ -38,7 +39,7 @@ pub struct Flush {
     /// The syncs asked for and done; every waiting call watches it.
     syncs: Mutex<Syncs>,
     /// Wakes the calls waiting for the running sync.
-    synced: Condvar,
+    synced: Wakeup,
     /// Syncs made: beside the commits made, how many shared one (the tests read it).
     made: AtomicU64,
     /// How a sync is made: [`sync_wal`], but slower in a test that needs syncs to overlap.
@@ -53,7 +54,7 @@ impl Flush {
         Self {
             wal: wal.into(),
             syncs: Mutex::default(),
-            synced: Condvar::new(),
+            synced: Wakeup::default(),
             made: AtomicU64::new(0),
             sync_with: sync_wal,
         }
@@ -86,7 +87,7 @@ impl Flush {
                 return Ok(());
             }
             if syncs.running {
-                syncs = self.synced.wait(syncs).unwrap_or_else(|p| p.into_inner());
+                syncs = self.synced.wait(syncs);
                 continue;
             }
             // Lead: this sync covers every commit that asked before it began.

@@ -11,8 +11,9 @@
 
 use super::BUSY_TIMEOUT;
 use crate::storage::StoreError;
+use crate::wakeup::Wakeup;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 /// Where the queue stands.
@@ -42,7 +43,7 @@ pub struct WriteQueue {
     /// The numbers given out and served.
     turns: Mutex<Turns>,
     /// Wakes the waiting calls when the turn moves on.
-    moved: Condvar,
+    moved: Wakeup,
 }
 
 /// A call's turn at the write lock; dropping it gives the turn to the next caller.
@@ -65,11 +66,7 @@ impl WriteQueue {
                 turns.gone.insert(mine);
                 return Err(StoreError::Busy(BUSY_TIMEOUT.as_secs()));
             }
-            turns = self
-                .moved
-                .wait_timeout(turns, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            turns = self.moved.wait_timeout(turns, left);
         }
         Ok(Turn {
             queue: Arc::clone(self),
