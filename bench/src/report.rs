@@ -123,6 +123,8 @@ pub fn row(what: &str, figure: String, note: String) {
 mod tests {
     use super::*;
 
+    /// Each lane makes its calls in order, a turn at a time, and the lane that goes first
+    /// moves round: a, b in the first round, b, a in the second.
     #[test]
     fn lanes_take_turns_and_each_keeps_its_order() {
         let mut made = Vec::new();
@@ -132,8 +134,8 @@ mod tests {
         let turn = |lane, calls: std::ops::Range<usize>| calls.map(move |i| (lane, i));
         let expected: Vec<(char, usize)> = turn('a', 0..TURN)
             .chain(turn('b', 0..TURN))
-            .chain(turn('a', TURN..2 * TURN))
             .chain(turn('b', TURN..2 * TURN))
+            .chain(turn('a', TURN..2 * TURN))
             .chain(turn('a', 2 * TURN..n))
             .chain(turn('b', 2 * TURN..n))
             .collect();
