@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub struct Wakeup {
     condvar: Condvar,
-    /// Callers inside [`Wakeup::wait`] or [`Wakeup::wait_timeout`]. Counted while the
+    /// Callers inside one of the waits ([`Wakeup::counted`]). Counted while the
     /// caller still holds the mutex the waking side changes its state under, so a waker that
     /// changed the state after it reads every waiter that could have missed the change.
     waiting: AtomicUsize,
@@ -24,10 +24,7 @@ impl Wakeup {
     /// Waits for a wake, giving `guard`'s mutex up meanwhile (a poisoned mutex is taken as
     /// it is: the state it guards is plain counts and sets, whole after any panic).
     pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        let guard = self.condvar.wait(guard).unwrap_or_else(|p| p.into_inner());
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-        guard
+        self.counted(|condvar| condvar.wait(guard).unwrap_or_else(|p| p.into_inner()))
     }
 
     /// [`Wakeup::wait`], for at most `timeout`.
@@ -36,13 +33,10 @@ impl Wakeup {
         guard: MutexGuard<'a, T>,
         timeout: Duration,
     ) -> MutexGuard<'a, T> {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        let (guard, _) = self
-            .condvar
-            .wait_timeout(guard, timeout)
-            .unwrap_or_else(|p| p.into_inner());
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-        guard
+        self.counted(|condvar| {
+            let waited = condvar.wait_timeout(guard, timeout);
+            waited.unwrap_or_else(|p| p.into_inner()).0
+        })
     }
 
     /// Waits, giving `guard`'s mutex up meanwhile, while `condition` holds of the state.
@@ -51,11 +45,17 @@ impl Wakeup {
         guard: MutexGuard<'a, T>,
         condition: impl FnMut(&mut T) -> bool,
     ) -> MutexGuard<'a, T> {
+        self.counted(|condvar| {
+            let waited = condvar.wait_while(guard, condition);
+            waited.unwrap_or_else(|p| p.into_inner())
+        })
+    }
+
+    /// Runs `wait` on the condition variable with the caller counted as a waiter. Called
+    /// with the mutex held, so the count is up before `wait` gives the mutex up.
+    fn counted<G>(&self, wait: impl FnOnce(&Condvar) -> G) -> G {
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        let guard = self
-            .condvar
-            .wait_while(guard, condition)
-            .unwrap_or_else(|p| p.into_inner());
+        let guard = wait(&self.condvar);
         self.waiting.fetch_sub(1, Ordering::SeqCst);
         guard
     }
