@@ -11,10 +11,14 @@
 //! every call that committed while the previous one ran. The write lock is let go before the
 //! sync, so the next writer's work overlaps this one's wait for the disk.
 //!
-//! The WAL is opened by name for each sync: SQLite may delete it when its last connection
-//! closes and make a new one, and a descriptor kept from before would sync the old file.
+//! The WAL is opened by name once and kept: opening and closing it for every sync cost two
+//! system calls and a path lookup a write. SQLite deletes the WAL when its last connection
+//! closes and makes a new one at the next open, so a kept descriptor can outlive its file;
+//! before each sync the kept file's link count says whether it is still the store's (a
+//! deleted file has none), and if not the WAL is opened by name again.
 
 use crate::wakeup::Wakeup;
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +33,8 @@ struct Syncs {
     durable: u64,
     /// A sync is running (its caller leads: the others wait for it).
     running: bool,
+    /// The WAL as last opened; the running sync holds it meanwhile.
+    wal: Option<File>,
 }
 
 /// The durable point of one store's WAL, shared by every call of the process.
@@ -42,8 +48,9 @@ pub struct Flush {
     synced: Wakeup,
     /// Syncs made: beside the commits made, how many shared one (the tests read it).
     made: AtomicU64,
-    /// How a sync is made: [`sync_wal`], but slower in a test that needs syncs to overlap.
-    sync_with: fn(&Path) -> io::Result<()>,
+    /// How the WAL is synced: [`File::sync_data`], but slower in a test that needs syncs
+    /// to overlap.
+    sync_with: fn(&File) -> io::Result<()>,
 }
 
 impl Flush {
@@ -56,7 +63,7 @@ impl Flush {
             syncs: Mutex::default(),
             synced: Wakeup::default(),
             made: AtomicU64::new(0),
-            sync_with: sync_wal,
+            sync_with: File::sync_data,
         }
     }
 
@@ -93,9 +100,11 @@ impl Flush {
             // Lead: this sync covers every commit that asked before it began.
             syncs.running = true;
             let covers = syncs.asked;
+            let mut wal = syncs.wal.take();
             drop(syncs);
-            let synced = self.sync();
+            let synced = self.sync(&mut wal);
             syncs = self.lock();
+            syncs.wal = wal;
             syncs.running = false;
             if synced.is_ok() {
                 syncs.durable = syncs.durable.max(covers);
@@ -105,9 +114,25 @@ impl Flush {
         }
     }
 
-    fn sync(&self) -> io::Result<()> {
+    /// Syncs the store's WAL through `wal`, the file kept from the last sync, after opening
+    /// it again by name if it is gone.
+    fn sync(&self, wal: &mut Option<File>) -> io::Result<()> {
         self.made.fetch_add(1, Ordering::Relaxed);
-        (self.sync_with)(&self.wal)
+        if let Some(kept) = wal.as_ref()
+            && !still_linked(kept)
+        {
+            *wal = None;
+        }
+        if wal.is_none() {
+            *wal = match File::open(&self.wal) {
+                Ok(file) => Some(file),
+                // No WAL: nothing committed is outside the database file, which a checkpoint
+                // syncs before it lets the WAL go.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
+        }
+        wal.as_ref().map_or(Ok(()), self.sync_with)
     }
 
     fn lock(&self) -> MutexGuard<'_, Syncs> {
@@ -115,15 +140,17 @@ impl Flush {
     }
 }
 
-/// Syncs the data of the WAL at `wal`.
-fn sync_wal(wal: &Path) -> io::Result<()> {
-    match std::fs::File::open(wal) {
-        Ok(wal) => wal.sync_data(),
-        // No WAL: nothing committed is outside the database file, which a checkpoint syncs
-        // before it lets the WAL go.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
+/// Whether `file` still has a name: SQLite deletes a WAL, it never renames one.
+#[cfg(unix)]
+fn still_linked(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|m| m.nlink() > 0)
+}
+
+/// Where a file's links cannot be counted, the WAL is opened by name for every sync.
+#[cfg(not(unix))]
+fn still_linked(_: &File) -> bool {
+    false
 }
 
 #[cfg(test)]
@@ -144,16 +171,50 @@ mod tests {
         assert_eq!(flush.made(), 3, "each call alone syncs for itself");
     }
 
+    /// The WAL is opened once and kept while it is the store's; once SQLite has deleted it
+    /// and made a new one, the new one is synced.
+    #[test]
+    #[cfg(unix)]
+    fn the_wal_is_kept_open_until_it_is_replaced() {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let wal = dir.path().join("s.db-wal");
+        let flush = Flush::of(&dir.path().join("s.db"));
+        let kept = || {
+            let syncs = flush.lock();
+            let file = syncs.wal.as_ref().expect("a WAL kept");
+            (file.as_raw_fd(), file.metadata().unwrap().ino())
+        };
+        std::fs::write(&wal, b"frames").unwrap();
+        flush.durable().unwrap();
+        let first = kept();
+        assert_eq!(first.1, std::fs::metadata(&wal).unwrap().ino());
+        flush.durable().unwrap();
+        assert_eq!(kept(), first, "the same descriptor, not opened again");
+        std::fs::remove_file(&wal).unwrap();
+        std::fs::write(&wal, b"frames of a new log").unwrap();
+        flush.durable().unwrap();
+        let (_, synced) = kept();
+        assert_ne!(synced, first.1, "the deleted WAL is let go");
+        assert_eq!(synced, std::fs::metadata(&wal).unwrap().ino());
+        std::fs::remove_file(&wal).unwrap();
+        flush.durable().unwrap();
+        assert!(flush.lock().wal.is_none(), "no WAL, nothing kept or synced");
+        assert_eq!(flush.made(), 4);
+    }
+
     /// Calls that ask while a sync runs share the next one: with syncs slow enough to
     /// overlap (a 20 ms disk), 16 callers make far fewer syncs than calls, and every call
     /// returns only after a sync that began after it asked.
     #[test]
     fn concurrent_calls_share_syncs() {
-        fn slow_disk(wal: &Path) -> io::Result<()> {
+        fn slow_disk(wal: &File) -> io::Result<()> {
             std::thread::sleep(std::time::Duration::from_millis(20));
-            sync_wal(wal)
+            wal.sync_data()
         }
         let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.db-wal"), b"frames").unwrap();
         let flush = Arc::new(Flush {
             sync_with: slow_disk,
             ..Flush::of(&dir.path().join("s.db"))
