@@ -23,6 +23,7 @@
 
 pub mod budget;
 pub mod diff;
+pub mod hex;
 pub mod json;
 pub mod limits;
 pub mod names;

@@ -20,10 +20,7 @@ use crate::{FileMeta, LimitOverrides, LogEntry, LogValue, StorageError, Summaris
 /// version; `verify` recomputes it from what is on disk.
 pub fn content_hash(content: impl AsRef<[u8]>) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(content.as_ref())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::hex::hex(&Sha256::digest(content.as_ref()))
 }
 
 /// What the tools need from storage. Every call is part of the tool call's transaction.

@@ -169,10 +169,7 @@ pub struct Keys(HashMap<String, Identity>);
 
 /// SHA-256 of a key, hex.
 pub fn hash(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    scratchpad_guest::hex::hex(&Sha256::digest(key.as_bytes()))
 }
 
 impl Keys {
@@ -378,10 +375,7 @@ pub fn add(
     }
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| KeysError::Io(format!("no randomness: {e}")))?;
-    let key = format!(
-        "sk-scratchpad-{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    );
+    let key = format!("sk-scratchpad-{}", scratchpad_guest::hex::hex(&bytes));
     let mut table = toml_edit::Table::new();
     table["name"] = toml_edit::value(name);
     table["sha256"] = toml_edit::value(hash(&key));

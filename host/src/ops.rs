@@ -131,11 +131,7 @@ fn sha256_of(path: &Path) -> Result<(u64, String), OpsError> {
     let mut hasher = Sha256::new();
     let bytes = std::io::copy(&mut file, &mut hasher)
         .map_err(io(format!("cannot read {}", path.display())))?;
-    let hex = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = scratchpad_guest::hex::hex(&hasher.finalize());
     Ok((bytes, hex))
 }
 

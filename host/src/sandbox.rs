@@ -493,10 +493,7 @@ fn cache_file(engine: &Engine, wasm: &[u8], dir: &Path) -> PathBuf {
     key.update(wasm);
     key.update(engine_hash.finish().to_le_bytes());
     key.update(env!("CARGO_PKG_VERSION"));
-    let hex: String = key.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = scratchpad_guest::hex::hex(&key.finalize()[..16]);
     dir.join(format!("component-{hex}.cwasm"))
 }
 

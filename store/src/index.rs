@@ -36,6 +36,7 @@
 use crate::{Error, to_u64};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{MatchRef, SearchMatch};
+use scratchpad_guest::hex::push_hex;
 use scratchpad_guest::tools::search::words;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -180,7 +181,7 @@ fn forget_in(idx: &Connection, agent: &str) -> Result<(), Error> {
 /// The name of `agent`'s FTS5 table, quoted: the id in hex, because SQLite's names ignore
 /// case and agent ids do not.
 fn table(agent: &str) -> String {
-    let hex: String = agent.bytes().map(|b| format!("{b:02x}")).collect();
+    let hex = scratchpad_guest::hex::hex(agent.as_bytes());
     format!("\"search_index_{hex}\"")
 }
 
@@ -376,18 +377,9 @@ fn tokens(text: &str) -> String {
         if !out.is_empty() {
             out.push(' ');
         }
-        push_hex(&mut out, &word);
+        push_hex(&mut out, word.as_bytes());
     }
     out
-}
-
-/// Appends `word`'s UTF-8 bytes in lower-case hex.
-fn push_hex(out: &mut String, word: &str) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for b in word.bytes() {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
 }
 
 /// Drops the document `id` of `agent`.
@@ -406,7 +398,7 @@ fn fts_query(terms: &[String], match_all: bool) -> String {
         .map(|t| {
             let mut hex = String::with_capacity(t.len() * 2 + 2);
             hex.push('"');
-            push_hex(&mut hex, t);
+            push_hex(&mut hex, t.as_bytes());
             hex.push('"');
             hex
         })
