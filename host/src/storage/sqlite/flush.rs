@@ -118,21 +118,19 @@ impl Flush {
     /// it again by name if it is gone.
     fn sync(&self, wal: &mut Option<File>) -> io::Result<()> {
         self.made.fetch_add(1, Ordering::Relaxed);
-        if let Some(kept) = wal.as_ref()
-            && !still_linked(kept)
-        {
-            *wal = None;
-        }
-        if wal.is_none() {
-            *wal = match File::open(&self.wal) {
-                Ok(file) => Some(file),
+        let file = match wal.take().filter(still_linked) {
+            Some(kept) => kept,
+            None => match File::open(&self.wal) {
+                Ok(file) => file,
                 // No WAL: nothing committed is outside the database file, which a checkpoint
                 // syncs before it lets the WAL go.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
                 Err(e) => return Err(e),
-            };
-        }
-        wal.as_ref().map_or(Ok(()), self.sync_with)
+            },
+        };
+        let synced = (self.sync_with)(&file);
+        *wal = Some(file);
+        synced
     }
 
     fn lock(&self) -> MutexGuard<'_, Syncs> {
