@@ -36,7 +36,7 @@
 use crate::{Error, to_u64};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use scratchpad_guest::bindings::scratchpad::mcp::storage::{MatchRef, SearchMatch};
-use scratchpad_guest::hex::push_hex;
+use scratchpad_guest::hex::{hex, push_hex};
 use scratchpad_guest::tools::search::words;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -181,8 +181,7 @@ fn forget_in(idx: &Connection, agent: &str) -> Result<(), Error> {
 /// The name of `agent`'s FTS5 table, quoted: the id in hex, because SQLite's names ignore
 /// case and agent ids do not.
 fn table(agent: &str) -> String {
-    let hex = scratchpad_guest::hex::hex(agent.as_bytes());
-    format!("\"search_index_{hex}\"")
+    format!("\"search_index_{}\"", hex(agent.as_bytes()))
 }
 
 /// Whether `agent` has an index table yet: a look-up by name in SQLite's schema (not a scan
@@ -396,11 +395,11 @@ fn fts_query(terms: &[String], match_all: bool) -> String {
     let spelled: Vec<String> = terms
         .iter()
         .map(|t| {
-            let mut hex = String::with_capacity(t.len() * 2 + 2);
-            hex.push('"');
-            push_hex(&mut hex, t.as_bytes());
-            hex.push('"');
-            hex
+            let mut quoted = String::with_capacity(t.len() * 2 + 2);
+            quoted.push('"');
+            push_hex(&mut quoted, t.as_bytes());
+            quoted.push('"');
+            quoted
         })
         .collect();
     spelled.join(if match_all { " AND " } else { " OR " })
